@@ -1,0 +1,78 @@
+"""The runner process: `python -m tfolab.runner` reads a Job on stdin, runs it in a
+fresh network namespace, and writes JSON-line events on stdout.
+
+Rules: it dies with its parent (PR_SET_PDEATHSIG) and everything it starts dies
+with it, so a SIGKILL anywhere above leaves nothing behind: the namespace is
+anonymous, the iptables rule and qdisc live inside it. Errors the user can fix
+become one "error" event and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from tfolab import kernel, native
+from tfolab.errors import UserError
+from tfolab.runner import netns
+from tfolab.runner.delay import InstalledDelay, install_delay
+from tfolab.runner.protocol import Job, event_line
+from tfolab.runner.scenario_run import LabNetwork, run_scenario
+
+
+def emit(event: str, **fields: object) -> None:
+    sys.stdout.write(event_line(event, **fields) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    started = time.monotonic()
+    netns.die_with_parent()
+    job = Job.from_json(sys.stdin.read())
+    delay: InstalledDelay | None = None
+    try:
+        server = str(native.executable_path("tfo-echo-server"))
+        delayer = _optional_delayer()
+        how = netns.enter_new_netns()
+        netns.set_loopback(True)
+        delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
+        network = LabNetwork(delay.backend, delay.delay_ms, server)
+        installed = delay
+
+        def report_setup() -> None:
+            # Once: namespace + delay + the first server ready is the lab's setup time.
+            emit(
+                "setup",
+                backend=installed.backend,
+                delay_ms=installed.delay_ms,
+                namespace=how,
+                kernel=kernel.kernel_release(),
+                notes=installed.notes,
+                setup_ms=round((time.monotonic() - started) * 1000, 1),
+            )
+
+        for index, scenario in enumerate(job.scenarios):
+            run_scenario(network, scenario, emit, report_setup if index == 0 else None)
+        stats = delay.stop()
+        emit("done", delayer_stats=stats)
+        return 0
+    except UserError as err:
+        emit("error", reason=err.reason, fix=err.fix)
+        return 2
+    except native.NativeError as err:
+        emit("error", reason=str(err), fix="reinstall tfolab: pip install -e .")
+        return 2
+    finally:
+        if delay is not None:
+            delay.stop()
+
+
+def _optional_delayer() -> str | None:
+    try:
+        return str(native.executable_path("tfo-delay"))
+    except native.NativeError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

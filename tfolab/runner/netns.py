@@ -1,0 +1,90 @@
+"""Enter a fresh, anonymous network namespace that dies with this process.
+
+Rules:
+- Only ever called in a process that exists for the lab (the runner, a probe):
+  after it returns, this process's network is the lab's, not the host's.
+- Root unshares CLONE_NEWNET directly. Anyone else gets a user namespace with
+  their uid mapped to root (CLONE_NEWUSER | CLONE_NEWNET) where the kernel
+  allows it. Nothing is named or bind-mounted, so nothing can leak: the
+  namespace goes away when its last process exits, even on SIGKILL.
+- Children started afterwards get PR_SET_PDEATHSIG from their own code
+  (`--die-with-parent`); this module makes the process itself die with its parent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import os
+import signal
+import socket
+import struct
+
+from tfolab.errors import UserError
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+SIOCSIFMTU = 0x8922
+IFF_UP = 0x1
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.unshare.restype = ctypes.c_int
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc.prctl.restype = ctypes.c_int
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent dies; exit now if it already has."""
+    parent = os.getppid()
+    if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def enter_new_netns() -> str:
+    """Unshare into a new network namespace; returns how ("root" or "user namespace")."""
+    uid, gid = os.geteuid(), os.getegid()
+    if uid == 0:
+        if _libc.unshare(CLONE_NEWNET) == 0:
+            return "root"
+        code = ctypes.get_errno()
+        raise UserError(
+            f"cannot create a network namespace: {os.strerror(code)}",
+            "run where unshare(CLONE_NEWNET) is allowed (not inside a restricted container)",
+        )
+    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+        code = ctypes.get_errno()
+        raise UserError(
+            f"no privileges for a lab network: unprivileged user namespaces are refused "
+            f"({errno.errorcode.get(code, code)})",
+            "run with sudo, or enable them: sysctl kernel.unprivileged_userns_clone=1 "
+            "(or kernel.apparmor_restrict_unprivileged_userns=0)",
+        )
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"0 {uid} 1")
+    _write("/proc/self/gid_map", f"0 {gid} 1")
+    return "user namespace"
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def set_loopback(up: bool = True, mtu: int | None = None) -> None:
+    """Bring the namespace's lo up (and set its MTU) with two ioctls."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        name = b"lo".ljust(16, b"\0")
+        if mtu is not None:
+            fcntl.ioctl(sock, SIOCSIFMTU, name + struct.pack("i", mtu) + b"\0" * 20)
+        flags_req = fcntl.ioctl(sock, SIOCGIFFLAGS, name + b"\0" * 24)
+        flags = struct.unpack_from("H", flags_req, 16)[0]
+        flags = flags | IFF_UP if up else flags & ~IFF_UP
+        fcntl.ioctl(sock, SIOCSIFFLAGS, name + struct.pack("H", flags) + b"\0" * 22)

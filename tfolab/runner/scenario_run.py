@@ -1,0 +1,129 @@
+"""Run one scenario for real inside the lab namespace, one event per measurement.
+
+Rules: called only by the runner process, after the namespace and the delay
+are in place. Every scenario starts from a known state: its own sysctls, a
+fresh TFO key, its cookie-cache policy and its own echo server; the TcpExt
+counters are read before and after, so their deltas belong to this scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tfolab import native
+from tfolab.errors import UserError
+from tfolab.model.scenario import ScenarioConfig
+from tfolab.runner import netns, netstack
+from tfolab.runner.protocol import JobScenario
+from tfolab.runner.server import start_server
+
+Emit = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class LabNetwork:
+    backend: str
+    delay_ms: float
+    server_executable: str
+
+    def autocorking_for(self, config: ScenarioConfig) -> bool:
+        # NFQUEUE keeps queued skbs charged to the socket; autocorking off restores netem.
+        return config.autocorking and self.backend != "nfqueue"
+
+
+def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
+    netns.set_loopback(True, config.mtu)
+    netstack.write_sysctl("net.ipv4.tcp_fastopen", config.fastopen_sysctl)
+    netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
+    netstack.write_sysctl("net.ipv4.tcp_autocorking", int(network.autocorking_for(config)))
+    if netstack.has_sysctl("net.ipv4.tcp_pingpong_thresh"):
+        netstack.write_sysctl("net.ipv4.tcp_pingpong_thresh", config.pingpong_thresh)
+    elif config.pingpong_thresh != 1:
+        raise UserError(
+            "this kernel has no net.ipv4.tcp_pingpong_thresh sysctl",
+            "drop the pingpong_thresh setting (it needs Linux 6.x)",
+        )
+
+
+def client_options(config: ScenarioConfig, port: int, iterations: int) -> native.ClientOptions:
+    return native.ClientOptions(
+        port=port,
+        fastopen=config.client_fastopen,
+        pattern=config.pattern,
+        nodelay=config.nodelay,
+        cork=config.cork,
+        msg_more=config.msg_more,
+        single_write=config.single_write,
+        payload_bytes=config.request_bytes,
+        first_write_bytes=config.first_write_bytes,
+        second_write_bytes=config.second_write_bytes,
+        iterations=iterations,
+        connections=1,
+        timeout_ms=timeout_ms_for(config),
+    )
+
+
+def timeout_ms_for(config: ScenarioConfig) -> int:
+    return 10_000
+
+
+def headline_ms(config: ScenarioConfig, sample: native.Sample) -> float:
+    return sample.round_ms if config.pattern == "wwr" else sample.first_byte_ms
+
+
+def run_scenario(
+    network: LabNetwork,
+    scenario: JobScenario,
+    emit: Emit,
+    on_server_ready: Callable[[], None] | None = None,
+) -> None:
+    config = scenario.config
+    configure_namespace(network, config)
+    if config.cookie_cache in ("flush", "warm"):
+        netstack.flush_cookie_cache()
+    server = start_server(network.server_executable, config)
+    if on_server_ready is not None:
+        on_server_ready()
+    emit("scenario", name=scenario.name)
+    try:
+        if config.cookie_cache == "warm":
+            warm = native.run_client(client_options(config, server.port, 1))
+            _check(warm, "warm-up connection")
+        before = netstack.read_tcpext()
+        if config.fresh_connection_each_iteration:
+            for i in range(1, scenario.iterations + 1):
+                if config.rotate_key_before_iteration == i:
+                    netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
+                    emit("note", scenario=scenario.name, text=f"server TFO key changed before {i}")
+                samples = native.run_client(client_options(config, server.port, 1))
+                _check(samples, f"iteration {i}")
+                _emit_sample(emit, scenario.name, i, config, samples[0])
+        else:
+            samples = native.run_client(client_options(config, server.port, scenario.iterations))
+            _check(samples, "the connection")
+            for i, sample in enumerate(samples, start=1):
+                _emit_sample(emit, scenario.name, i, config, sample)
+        after = netstack.read_tcpext()
+    finally:
+        server.stop()
+    emit("counters", scenario=scenario.name, counters=netstack.counter_deltas(before, after))
+
+
+def _emit_sample(emit: Emit, name: str, i: int, config: ScenarioConfig, sample: native.Sample) -> None:
+    emit(
+        "iteration",
+        scenario=name,
+        i=i,
+        measured_ms=round(headline_ms(config, sample), 3),
+        connect_ms=round(sample.connect_ms, 3),
+        syn_data_acked=sample.syn_data_acked,
+    )
+
+
+def _check(samples: list[native.Sample], what: str) -> None:
+    if not samples:
+        raise UserError(f"the client returned nothing for {what}", "run `tfolab doctor`")
+    for sample in samples:
+        if sample.error:
+            raise UserError(f"{what} failed: {sample.error}", "run `tfolab doctor`")
