@@ -1,0 +1,160 @@
+/*
+ * tfolab.h - the C API of libtfolab: a TCP client and an echo server with
+ * CLOCK_MONOTONIC nanosecond timestamps, for the tfolab teaching lab.
+ *
+ * Rules of this API:
+ *  - Every shared struct is plain data with fixed-size fields (int32_t,
+ *    int64_t, char arrays), so the Python ctypes mirror in tfolab/native.py
+ *    can be checked field by field. Its size is exported (tfl_sizeof_*) and
+ *    checked by the binding at load time; TFL_ABI_VERSION changes whenever a
+ *    struct or a signature changes.
+ *  - Functions never exit. Failures of the network calls of a measurement
+ *    are recorded in the samples (the errno NAME and the call that failed);
+ *    bad configuration is reported through an `err` buffer. The only output
+ *    is tfl_server_run's one stderr line per connection it drops for a
+ *    reason other than the peer going away.
+ *  - The client is plain blocking code, bounded by timeout_ms per call, so a
+ *    ctypes caller (which releases the GIL) never hangs forever.
+ *  - Timestamps are CLOCK_MONOTONIC in nanoseconds; 0 means "did not happen".
+ */
+#ifndef TFOLAB_H
+#define TFOLAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TFOLAB_BUILDING_LIBRARY)
+#define TFL_API __attribute__((visibility("default")))
+#else
+#define TFL_API
+#endif
+
+#define TFL_ABI_VERSION 1
+
+/* Limits (documented in --help of the executables). */
+#define TFL_HOST_MAX 64                  /* host / bind address, incl. NUL  */
+#define TFL_MAX_PAYLOAD (1024 * 1024)    /* largest request or line, bytes  */
+#define TFL_MAX_LINE (1024 * 1024)       /* server: longest line / HTTP head */
+#define TFL_MAX_ITERATIONS 100000
+#define TFL_MAX_CONNECTIONS 100000
+#define TFL_MAX_SAMPLES 100000           /* connections x iterations        */
+#define TFL_MAX_TIMEOUT_MS (3600 * 1000)
+#define TFL_MAX_WRITES 2
+
+enum tfl_fastopen {
+    TFL_FASTOPEN_OFF = 0,     /* connect() then write()                     */
+    TFL_FASTOPEN_SENDTO = 1,  /* sendto(..., MSG_FASTOPEN, addr)            */
+    TFL_FASTOPEN_CONNECT = 2  /* setsockopt TCP_FASTOPEN_CONNECT, connect(), write() */
+};
+
+enum tfl_pattern {
+    TFL_PATTERN_RR = 0,  /* write one request (payload_bytes, ends in '\n'), read the echo */
+    TFL_PATTERN_WWR = 1  /* write first_write_bytes, write second_write_bytes (ends in '\n'), read */
+};
+
+enum tfl_server_mode {
+    TFL_MODE_ECHO = 0,  /* echo bytes as they come                         */
+    TFL_MODE_LINE = 1,  /* echo each complete '\n'-terminated line         */
+    TFL_MODE_HTTP = 2   /* answer each HTTP/1.x request with 200 OK        */
+};
+
+struct tfl_client_config {
+    char host[TFL_HOST_MAX];     /* IPv4/IPv6 literal or "localhost"          */
+    int32_t port;                /* 1..65535                                  */
+    int32_t fastopen;            /* enum tfl_fastopen                         */
+    int32_t pattern;             /* enum tfl_pattern                          */
+    int32_t nodelay;             /* TCP_NODELAY before connecting             */
+    int32_t cork;                /* wwr: TCP_CORK=1 before the writes, 0 after */
+    int32_t msg_more;            /* wwr: first write with MSG_MORE            */
+    int32_t single_write;        /* wwr: one write of both parts              */
+    int32_t payload_bytes;       /* rr: request size including the '\n'       */
+    int32_t first_write_bytes;   /* wwr                                       */
+    int32_t second_write_bytes;  /* wwr, includes the '\n'                    */
+    int32_t iterations;          /* requests (rr) or rounds (wwr) per connection */
+    int32_t connections;         /* fresh connections, one after the other    */
+    int32_t timeout_ms;          /* bound on every blocking call              */
+    int32_t reserved;            /* 0 */
+};
+
+/* One iteration on one connection. */
+struct tfl_sample {
+    int64_t connect_start_ns;    /* connect()/sendto() called (first iteration only) */
+    int64_t connect_return_ns;   /* connect() returned; sendto mode: sendto returned */
+    int64_t write_ns[TFL_MAX_WRITES]; /* each write call issued                */
+    int64_t first_byte_ns;       /* first response byte read                  */
+    int64_t last_byte_ns;        /* last response byte read                   */
+    int64_t close_ns;            /* close() called (last iteration of a connection) */
+    int32_t connection;          /* 1-based                                   */
+    int32_t iteration;           /* 1-based                                   */
+    int32_t n_writes;            /* entries of write_ns used                  */
+    int32_t syn_data_acked;      /* TCP_INFO tcpi_options & TCPI_OPT_SYN_DATA */
+    int32_t error_errno;         /* errno of the failed call, 0 if none       */
+    char errno_name[24];         /* "ECONNREFUSED", "ETIMEDOUT", "EOF", ""    */
+    char failed_call[16];        /* "connect", "sendto", "recv", ... or ""    */
+    int32_t reserved;            /* 0 */
+};
+
+struct tfl_server_config {
+    char bind_addr[TFL_HOST_MAX];  /* IPv4/IPv6 literal or "localhost"       */
+    int32_t port;                  /* 0 = pick a free port                   */
+    int32_t tfo_qlen;              /* TCP_FASTOPEN on the listener, 0 = off  */
+    int32_t mode;                  /* enum tfl_server_mode                   */
+    int32_t quickack;              /* TCP_QUICKACK=1 before every read       */
+    int32_t nodelay;               /* TCP_NODELAY on accepted sockets        */
+    int32_t max_conns;             /* return after N connections closed, 0 = forever */
+};
+
+TFL_API int tfl_abi_version(void);
+TFL_API size_t tfl_sizeof_client_config(void);
+TFL_API size_t tfl_sizeof_sample(void);
+TFL_API size_t tfl_sizeof_server_config(void);
+
+/* CLOCK_MONOTONIC in nanoseconds, the clock of every timestamp. */
+TFL_API int64_t tfl_now_ns(void);
+
+/* "ECONNREFUSED" for ECONNREFUSED; "E<number>" for errnos it does not know. */
+TFL_API const char *tfl_errno_name(int errnum);
+
+/* Fill in the defaults (127.0.0.1, rr, 16-byte payload, 10+6 wwr, 1x1, 5000 ms). */
+TFL_API void tfl_client_config_init(struct tfl_client_config *cfg);
+
+/* 0 if cfg is valid; else -1 and one line in err saying what is wrong. */
+TFL_API int tfl_client_validate(const struct tfl_client_config *cfg, char *err, size_t errlen);
+
+/*
+ * Run the client. Writes connections * iterations samples at most (fewer when
+ * a connection fails: its failed iteration is the last sample it gets).
+ * Returns 0 when it ran (even if samples carry errors), -1 with err set when
+ * the configuration is invalid or capacity < connections * iterations.
+ */
+TFL_API int tfl_run_client(const struct tfl_client_config *cfg, struct tfl_sample *samples,
+                           size_t capacity, size_t *count, char *err, size_t errlen);
+
+TFL_API void tfl_server_config_init(struct tfl_server_config *cfg);
+
+/*
+ * Create the listening socket (SO_REUSEADDR, TCP_FASTOPEN when tfo_qlen > 0,
+ * non-blocking). Returns the fd and the bound port in *port_out, or -errno
+ * with one line in err (-EINVAL: bad configuration or address, -EADDRINUSE:
+ * port in use, ...).
+ */
+TFL_API int tfl_server_listen(const struct tfl_server_config *cfg, int *port_out, char *err,
+                              size_t errlen);
+
+/*
+ * Serve listen_fd with epoll until stop_fd (if >= 0) becomes readable, or
+ * max_conns connections have closed. Returns 0 then, or -errno with err set
+ * on a fatal error. Does not close listen_fd or stop_fd.
+ */
+TFL_API int tfl_server_run(int listen_fd, const struct tfl_server_config *cfg, int stop_fd,
+                           char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFOLAB_H */

@@ -1,0 +1,342 @@
+/*
+ * echo_client.c - tfo-echo-client: a thin main() over tfl_run_client that
+ * prints a table a student can read, or one JSON object with --json.
+ * Exit codes: 0 every iteration worked, 1 a connection failed (one line on
+ * stderr says which call and why), 2 bad input.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "tfolab.h"
+
+static const char usage[] =
+    "usage: tfo-echo-client --connect HOST:PORT [options]\n"
+    "\n"
+    "Talks to tfo-echo-server (--mode line or echo) and times every step with\n"
+    "CLOCK_MONOTONIC.\n"
+    "\n"
+    "options:\n"
+    "  --connect HOST:PORT  server to talk to, e.g. 127.0.0.1:5000 or [::1]:5000\n"
+    "  --tfo                TCP Fast Open with sendto(MSG_FASTOPEN): the request\n"
+    "                       rides in the SYN once a cookie is cached\n"
+    "  --tfo-connect        TCP Fast Open with TCP_FASTOPEN_CONNECT + connect()\n"
+    "  --pattern rr|wwr     rr: write one request, read the echo (default)\n"
+    "                       wwr: write, write, read (Nagle meets delayed ACK)\n"
+    "  --nodelay            set TCP_NODELAY (turns Nagle off)\n"
+    "  --cork               wwr: TCP_CORK on before the two writes, off after\n"
+    "  --msg-more           wwr: first write with send(MSG_MORE)\n"
+    "  --single-write       wwr: one write of both parts\n"
+    "  --payload BYTES      rr: request size including its '\\n', 1..1048576\n"
+    "                       (default 16)\n"
+    "  --first-write B      wwr: bytes of the first write (default 10)\n"
+    "  --second-write B     wwr: bytes of the second write, ending in '\\n'\n"
+    "                       (default 6); both together at most 1048576\n"
+    "  --iterations N       requests (rr) or rounds (wwr) on one connection\n"
+    "                       (default 1)\n"
+    "  --connections N      fresh connections, one after the other (default 1);\n"
+    "                       connections x iterations at most 100000\n"
+    "  --timeout-ms MS      give up on any single call after MS ms (default 5000)\n"
+    "  --json               print one JSON object instead of the table\n"
+    "  --help               show this help\n"
+    "\n"
+    "columns: connect_ms = connect()/sendto() call until it returned;\n"
+    "first_byte_ms = from connect start (later iterations: from their first\n"
+    "write) to the first response byte; round_ms = first write to last byte.\n"
+    "\n"
+    "exit codes: 0 all worked, 1 a connection failed, 2 bad input\n"
+    "example: tfo-echo-client --connect 127.0.0.1:5000 --pattern wwr --iterations 5\n";
+
+struct given {
+    int payload, first, second, cork, msg_more, single_write;
+};
+
+static void parse_connect(struct args *a, const char *v, struct tfl_client_config *cfg)
+{
+    const char *host = v;
+    size_t host_len;
+    const char *colon;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (close == NULL || close[1] != ':')
+            args_fail(a, "--connect '%.60s' is not HOST:PORT: write IPv6 as [::1]:5000", v);
+        host = v + 1;
+        host_len = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(v, ':');
+        if (colon == NULL || colon == v)
+            args_fail(a, "--connect '%.60s' is not HOST:PORT, e.g. --connect 127.0.0.1:5000", v);
+        host_len = (size_t)(colon - v);
+    }
+    if (host_len == 0 || host_len >= sizeof cfg->host)
+        args_fail(a, "--connect '%.60s': bad host, give an address such as 127.0.0.1", v);
+    memcpy(cfg->host, host, host_len);
+    cfg->host[host_len] = '\0';
+    cfg->port = (int32_t)args_long(a, "--connect port", colon + 1, 1, 65535);
+}
+
+static void parse(int argc, char **argv, struct tfl_client_config *cfg, int *json)
+{
+    struct args a = {.prog = "tfo-echo-client", .argc = argc, .argv = argv};
+    struct given g = {0};
+    int have_connect = 0, tfo = 0, tfo_connect = 0;
+    const char *v;
+    for (a.i = 1; a.i < argc; a.i++) {
+        if (args_is_flag(&a, "--help") || strcmp(argv[a.i], "-h") == 0) {
+            fputs(usage, stdout);
+            exit(ferror(stdout) || fflush(stdout) != 0 ? 1 : 0);
+        } else if (args_is_value(&a, "--connect", "127.0.0.1:5000", &v)) {
+            parse_connect(&a, v, cfg);
+            have_connect = 1;
+        } else if (args_is_flag(&a, "--tfo")) {
+            tfo = 1;
+        } else if (args_is_flag(&a, "--tfo-connect")) {
+            tfo_connect = 1;
+        } else if (args_is_value(&a, "--pattern", "wwr", &v)) {
+            if (strcmp(v, "rr") == 0)
+                cfg->pattern = TFL_PATTERN_RR;
+            else if (strcmp(v, "wwr") == 0)
+                cfg->pattern = TFL_PATTERN_WWR;
+            else
+                args_fail(&a, "--pattern '%.40s' is not a pattern: use rr or wwr", v);
+        } else if (args_is_flag(&a, "--nodelay")) {
+            cfg->nodelay = 1;
+        } else if (args_is_flag(&a, "--cork")) {
+            cfg->cork = g.cork = 1;
+        } else if (args_is_flag(&a, "--msg-more")) {
+            cfg->msg_more = g.msg_more = 1;
+        } else if (args_is_flag(&a, "--single-write")) {
+            cfg->single_write = g.single_write = 1;
+        } else if (args_is_value(&a, "--payload", "100", &v)) {
+            cfg->payload_bytes = (int32_t)args_long(&a, "--payload", v, 1, TFL_MAX_PAYLOAD);
+            g.payload = 1;
+        } else if (args_is_value(&a, "--first-write", "10", &v)) {
+            cfg->first_write_bytes =
+                (int32_t)args_long(&a, "--first-write", v, 1, TFL_MAX_PAYLOAD - 1);
+            g.first = 1;
+        } else if (args_is_value(&a, "--second-write", "6", &v)) {
+            cfg->second_write_bytes =
+                (int32_t)args_long(&a, "--second-write", v, 1, TFL_MAX_PAYLOAD - 1);
+            g.second = 1;
+        } else if (args_is_value(&a, "--iterations", "5", &v)) {
+            cfg->iterations = (int32_t)args_long(&a, "--iterations", v, 1, TFL_MAX_ITERATIONS);
+        } else if (args_is_value(&a, "--connections", "2", &v)) {
+            cfg->connections =
+                (int32_t)args_long(&a, "--connections", v, 1, TFL_MAX_CONNECTIONS);
+        } else if (args_is_value(&a, "--timeout-ms", "1000", &v)) {
+            cfg->timeout_ms = (int32_t)args_long(&a, "--timeout-ms", v, 1, TFL_MAX_TIMEOUT_MS);
+        } else if (args_is_flag(&a, "--json")) {
+            *json = 1;
+        } else {
+            args_unknown(&a);
+        }
+    }
+    if (!have_connect)
+        args_fail(&a, "missing --connect HOST:PORT, e.g. --connect 127.0.0.1:5000");
+    if (tfo && tfo_connect)
+        args_fail(&a, "--tfo and --tfo-connect are two ways of doing the same: pick one");
+    cfg->fastopen = tfo ? TFL_FASTOPEN_SENDTO : tfo_connect ? TFL_FASTOPEN_CONNECT
+                                                            : TFL_FASTOPEN_OFF;
+    if (cfg->pattern == TFL_PATTERN_RR) {
+        const char *wwr_only = g.cork           ? "--cork"
+                               : g.msg_more     ? "--msg-more"
+                               : g.single_write ? "--single-write"
+                               : g.first        ? "--first-write"
+                               : g.second       ? "--second-write"
+                                                : NULL;
+        if (wwr_only != NULL)
+            args_fail(&a, "%s applies to --pattern wwr only: add --pattern wwr", wwr_only);
+    } else if (g.payload) {
+        args_fail(&a, "--payload applies to --pattern rr; with wwr use --first-write and "
+                      "--second-write");
+    }
+    char err[256];
+    if (tfl_client_validate(cfg, err, sizeof err) != 0)
+        args_fail(&a, "%s", err);
+}
+
+/* Milliseconds between two timestamps, or a negative value when one is missing. */
+static double ms_between(int64_t from, int64_t to)
+{
+    return from == 0 || to == 0 ? -1.0 : (double)(to - from) / 1e6;
+}
+
+static double connect_ms(const struct tfl_sample *s)
+{
+    return ms_between(s->connect_start_ns, s->connect_return_ns);
+}
+
+static double first_byte_ms(const struct tfl_sample *s)
+{
+    int64_t from = s->connect_start_ns ? s->connect_start_ns : s->write_ns[0];
+    return ms_between(from, s->first_byte_ns);
+}
+
+static double round_ms(const struct tfl_sample *s)
+{
+    return ms_between(s->write_ns[0], s->last_byte_ns);
+}
+
+static void json_ms(const char *key, double ms)
+{
+    if (ms < 0)
+        printf("\"%s\":null", key);
+    else
+        printf("\"%s\":%.3f", key, ms);
+}
+
+static const char *fastopen_name(int32_t f)
+{
+    return f == TFL_FASTOPEN_SENDTO ? "sendto" : f == TFL_FASTOPEN_CONNECT ? "connect" : "off";
+}
+
+static const char *tf(int32_t v) { return v ? "true" : "false"; }
+
+static void print_json(const struct tfl_client_config *cfg, const struct tfl_sample *samples,
+                       size_t n)
+{
+    printf("{\"tool\":\"tfo-echo-client\",\"abi\":%d,\"host\":\"%s\",\"port\":%d,"
+           "\"pattern\":\"%s\",\"fastopen\":\"%s\",\"nodelay\":%s,\"cork\":%s,"
+           "\"msg_more\":%s,\"single_write\":%s,\"payload_bytes\":%d,"
+           "\"first_write_bytes\":%d,\"second_write_bytes\":%d,\"iterations\":%d,"
+           "\"connections\":%d,\"timeout_ms\":%d,\"samples\":[",
+           tfl_abi_version(), cfg->host, (int)cfg->port,
+           cfg->pattern == TFL_PATTERN_WWR ? "wwr" : "rr", fastopen_name(cfg->fastopen),
+           tf(cfg->nodelay), tf(cfg->cork), tf(cfg->msg_more), tf(cfg->single_write),
+           (int)cfg->payload_bytes, (int)cfg->first_write_bytes, (int)cfg->second_write_bytes,
+           (int)cfg->iterations, (int)cfg->connections, (int)cfg->timeout_ms);
+    for (size_t i = 0; i < n; i++) {
+        const struct tfl_sample *s = &samples[i];
+        printf("%s{\"connection\":%d,\"iteration\":%d,\"connect_start_ns\":%lld,"
+               "\"connect_return_ns\":%lld,\"write_ns\":[",
+               i ? "," : "", (int)s->connection, (int)s->iteration,
+               (long long)s->connect_start_ns, (long long)s->connect_return_ns);
+        for (int w = 0; w < s->n_writes && w < TFL_MAX_WRITES; w++)
+            printf("%s%lld", w ? "," : "", (long long)s->write_ns[w]);
+        printf("],\"first_byte_ns\":%lld,\"last_byte_ns\":%lld,\"close_ns\":%lld,",
+               (long long)s->first_byte_ns, (long long)s->last_byte_ns, (long long)s->close_ns);
+        json_ms("connect_ms", connect_ms(s));
+        putchar(',');
+        json_ms("first_byte_ms", first_byte_ms(s));
+        putchar(',');
+        json_ms("round_ms", round_ms(s));
+        printf(",\"syn_data_acked\":%s,\"error\":", tf(s->syn_data_acked));
+        if (s->failed_call[0])
+            printf("{\"call\":\"%s\",\"errno\":\"%s\"}}", s->failed_call, s->errno_name);
+        else
+            printf("null}");
+    }
+    printf("]}\n");
+}
+
+static void print_cell(double ms)
+{
+    if (ms < 0)
+        printf(" %13s", "-");
+    else
+        printf(" %13.3f", ms);
+}
+
+static void print_table(const struct tfl_client_config *cfg, const struct tfl_sample *samples,
+                        size_t n)
+{
+    int v6 = strchr(cfg->host, ':') != NULL;
+    printf("%s%s%s:%d  ", v6 ? "[" : "", cfg->host, v6 ? "]" : "", (int)cfg->port);
+    if (cfg->pattern == TFL_PATTERN_WWR)
+        printf("pattern wwr: write %d B, write %d B, read the echo%s\n",
+               (int)cfg->first_write_bytes, (int)cfg->second_write_bytes,
+               cfg->single_write ? " (as one write)" : "");
+    else
+        printf("pattern rr: write %d B, read the echo\n", (int)cfg->payload_bytes);
+    printf("fastopen %s, nodelay %s%s%s\n\n", fastopen_name(cfg->fastopen),
+           cfg->nodelay ? "on" : "off", cfg->cork ? ", cork" : "",
+           cfg->msg_more ? ", MSG_MORE" : "");
+    printf("%4s %5s %13s %13s %13s  %-9s %s\n", "conn", "iter", "connect_ms", "first_byte_ms",
+           "round_ms", "syn_data", "error");
+    for (size_t i = 0; i < n; i++) {
+        const struct tfl_sample *s = &samples[i];
+        printf("%4d %5d", (int)s->connection, (int)s->iteration);
+        print_cell(connect_ms(s));
+        print_cell(first_byte_ms(s));
+        print_cell(round_ms(s));
+        printf("  %-9s ", s->syn_data_acked ? "acked" : "-");
+        if (s->failed_call[0])
+            printf("%s: %s\n", s->failed_call, s->errno_name);
+        else
+            printf("-\n");
+    }
+    printf("\nconnect_ms: connect()/sendto() until it returned. first_byte_ms: from connect\n"
+           "start (later iterations: from their first write) to the first response byte.\n"
+           "round_ms: first write to last response byte. syn_data: the server acknowledged\n"
+           "data sent in the SYN (TCP Fast Open with a cookie).\n");
+}
+
+static const char *hint(const struct tfl_sample *s, const struct tfl_client_config *cfg,
+                        char *buf, size_t len)
+{
+    if (strcmp(s->errno_name, "ECONNREFUSED") == 0)
+        snprintf(buf, len, "nothing listens there; start a server: tfo-echo-server --port %d",
+                 (int)cfg->port);
+    else if (strcmp(s->errno_name, "ETIMEDOUT") == 0)
+        snprintf(buf, len, "no answer within %d ms; raise --timeout-ms or check the server",
+                 (int)cfg->timeout_ms);
+    else if (strcmp(s->errno_name, "EOF") == 0)
+        snprintf(buf, len, "the server closed before echoing everything; is it in --mode line?");
+    else if (strcmp(s->failed_call, "verify") == 0)
+        snprintf(buf, len, "the reply is not the echo of the request; is the server in "
+                           "--mode line or echo?");
+    else
+        snprintf(buf, len, "see the table above");
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    struct tfl_client_config cfg;
+    int json = 0;
+    char err[256] = "";
+
+    tfl_client_config_init(&cfg);
+    parse(argc, argv, &cfg, &json);
+
+    size_t capacity = (size_t)cfg.connections * (size_t)cfg.iterations;
+    struct tfl_sample *samples = calloc(capacity, sizeof *samples);
+    if (samples == NULL) {
+        fprintf(stderr, "tfo-echo-client: out of memory for %zu samples\n", capacity);
+        return 1;
+    }
+    size_t n = 0;
+    if (tfl_run_client(&cfg, samples, capacity, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "tfo-echo-client: %s\n", err);
+        free(samples);
+        return EXIT_BAD_INPUT;
+    }
+    if (json)
+        print_json(&cfg, samples, n);
+    else
+        print_table(&cfg, samples, n);
+    int failures = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct tfl_sample *s = &samples[i];
+        char why[160];
+        if (s->failed_call[0] == '\0')
+            continue;
+        if (failures++ == 0)
+            fprintf(stderr, "tfo-echo-client: connection %d, iteration %d: %s failed: %s (%s)\n",
+                    (int)s->connection, (int)s->iteration, s->failed_call, s->errno_name,
+                    hint(s, &cfg, why, sizeof why));
+    }
+    if (failures > 1)
+        fprintf(stderr, "tfo-echo-client: %d of %d connections failed\n", failures,
+                (int)cfg.connections);
+    free(samples);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "tfo-echo-client: writing the results: %s\n", strerror(errno));
+        return 1;
+    }
+    return failures ? 1 : 0;
+}

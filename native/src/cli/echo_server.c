@@ -1,0 +1,143 @@
+/*
+ * echo_server.c - tfo-echo-server: a thin main() over tfl_server_listen and
+ * tfl_server_run. Prints "READY <port>" once listening; exits 0 on SIGTERM,
+ * SIGINT or after --max-conns connections, 2 on bad input, 1 on failures.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "tfolab.h"
+
+static const char usage[] =
+    "usage: tfo-echo-server [options]\n"
+    "\n"
+    "A TCP echo server for the tfolab labs. Prints 'READY <port>' on stdout once\n"
+    "it listens, then serves many connections at once until SIGTERM/SIGINT.\n"
+    "\n"
+    "options:\n"
+    "  --bind ADDR        address to listen on, an IPv4/IPv6 literal or localhost\n"
+    "                     (default 127.0.0.1)\n"
+    "  --port N           port to listen on, 0 picks a free one (default 0)\n"
+    "  --tfo QLEN         TCP Fast Open on the listener with this queue length,\n"
+    "                     0 = off (default 0); needs net.ipv4.tcp_fastopen & 2\n"
+    "  --mode MODE        echo: echo bytes as they come (default)\n"
+    "                     line: echo each complete '\\n'-terminated line\n"
+    "                           (a line may be up to 1048576 bytes)\n"
+    "                     http: answer each HTTP/1.x request with 200 OK\n"
+    "  --quickack         set TCP_QUICKACK before every read (no delayed-ACK stall)\n"
+    "  --nodelay          set TCP_NODELAY on accepted connections (no Nagle)\n"
+    "  --max-conns N      exit after N connections have closed, 0 = never (default 0)\n"
+    "  --die-with-parent  exit when the process that started this one exits\n"
+    "  --help             show this help\n"
+    "\n"
+    "exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad input or port in use\n"
+    "example: tfo-echo-server --port 5000 --tfo 16 --mode line\n";
+
+static void parse(int argc, char **argv, struct tfl_server_config *cfg, int *die_with_parent)
+{
+    struct args a = {.prog = "tfo-echo-server", .argc = argc, .argv = argv};
+    const char *v;
+    for (a.i = 1; a.i < argc; a.i++) {
+        if (args_is_flag(&a, "--help") || strcmp(argv[a.i], "-h") == 0) {
+            fputs(usage, stdout);
+            exit(ferror(stdout) || fflush(stdout) != 0 ? 1 : 0);
+        } else if (args_is_value(&a, "--bind", "127.0.0.1", &v)) {
+            if (strlen(v) >= sizeof cfg->bind_addr)
+                args_fail(&a, "--bind '%.40s...' is too long: give an address such as 127.0.0.1",
+                          v);
+            strcpy(cfg->bind_addr, v); /* length checked above */
+        } else if (args_is_value(&a, "--port", "5000", &v)) {
+            cfg->port = (int32_t)args_long(&a, "--port", v, 0, 65535);
+        } else if (args_is_value(&a, "--tfo", "16", &v)) {
+            cfg->tfo_qlen = (int32_t)args_long(&a, "--tfo", v, 0, 1000000);
+        } else if (args_is_value(&a, "--mode", "line", &v)) {
+            if (strcmp(v, "echo") == 0)
+                cfg->mode = TFL_MODE_ECHO;
+            else if (strcmp(v, "line") == 0)
+                cfg->mode = TFL_MODE_LINE;
+            else if (strcmp(v, "http") == 0)
+                cfg->mode = TFL_MODE_HTTP;
+            else
+                args_fail(&a, "--mode '%.40s' is not a mode: use echo, line or http", v);
+        } else if (args_is_flag(&a, "--quickack")) {
+            cfg->quickack = 1;
+        } else if (args_is_flag(&a, "--nodelay")) {
+            cfg->nodelay = 1;
+        } else if (args_is_value(&a, "--max-conns", "10", &v)) {
+            cfg->max_conns = (int32_t)args_long(&a, "--max-conns", v, 0, 1000000000);
+        } else if (args_is_flag(&a, "--die-with-parent")) {
+            *die_with_parent = 1;
+        } else {
+            args_unknown(&a);
+        }
+    }
+}
+
+static int is_input_error(int neg_errno)
+{
+    return neg_errno == -EINVAL || neg_errno == -EADDRINUSE || neg_errno == -EADDRNOTAVAIL ||
+           neg_errno == -EACCES;
+}
+
+int main(int argc, char **argv)
+{
+    struct tfl_server_config cfg;
+    int die_with_parent = 0;
+    char err[256] = "";
+
+    tfl_server_config_init(&cfg);
+    parse(argc, argv, &cfg, &die_with_parent);
+
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+        fprintf(stderr, "tfo-echo-server: signal(SIGPIPE): %s\n", strerror(errno));
+        return 1;
+    }
+    sigset_t stop_signals;
+    if (sigemptyset(&stop_signals) != 0 || sigaddset(&stop_signals, SIGTERM) != 0 ||
+        sigaddset(&stop_signals, SIGINT) != 0 ||
+        sigprocmask(SIG_BLOCK, &stop_signals, NULL) != 0) {
+        fprintf(stderr, "tfo-echo-server: blocking SIGTERM/SIGINT: %s\n", strerror(errno));
+        return 1;
+    }
+    int stop_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (stop_fd < 0) {
+        fprintf(stderr, "tfo-echo-server: signalfd: %s\n", strerror(errno));
+        return 1;
+    }
+    if (die_with_parent) {
+        pid_t parent = getppid();
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) {
+            fprintf(stderr, "tfo-echo-server: prctl(PR_SET_PDEATHSIG): %s\n", strerror(errno));
+            return 1;
+        }
+        if (getppid() != parent) /* the parent died before prctl took effect */
+            return 0;
+    }
+
+    int port = 0;
+    int listen_fd = tfl_server_listen(&cfg, &port, err, sizeof err);
+    if (listen_fd < 0) {
+        fprintf(stderr, "tfo-echo-server: %s\n", err);
+        return is_input_error(listen_fd) ? EXIT_BAD_INPUT : 1;
+    }
+    if (printf("READY %d\n", port) < 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "tfo-echo-server: cannot write READY to stdout: %s\n", strerror(errno));
+        return 1;
+    }
+    int rc = tfl_server_run(listen_fd, &cfg, stop_fd, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "tfo-echo-server: %s\n", err);
+    if (close(listen_fd) != 0 || close(stop_fd) != 0) {
+        fprintf(stderr, "tfo-echo-server: close: %s\n", strerror(errno));
+        return 1;
+    }
+    return rc == 0 ? 0 : 1;
+}

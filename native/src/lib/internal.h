@@ -1,0 +1,31 @@
+/*
+ * internal.h - helpers shared by the library's source files, not exported.
+ */
+#ifndef TFOLAB_INTERNAL_H
+#define TFOLAB_INTERNAL_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "tfolab.h"
+
+#define TFL_INTERNAL __attribute__((visibility("hidden")))
+
+/* snprintf into err (if err and errlen are usable); never overflows. */
+TFL_INTERNAL void tfl_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Copy src into dst[dstlen] with truncation and NUL termination. */
+TFL_INTERNAL void tfl_copy_str(char *dst, size_t dstlen, const char *src);
+
+/* True when s is NUL-terminated within n bytes. */
+TFL_INTERNAL int tfl_is_terminated(const char *s, size_t n);
+
+/*
+ * Resolve an IPv4/IPv6 literal or "localhost" (127.0.0.1) and a port into
+ * *addr. No DNS: a lab never waits on a resolver. 0 or -1.
+ */
+TFL_INTERNAL int tfl_resolve(const char *host, int port, struct sockaddr_storage *addr,
+                             socklen_t *addrlen);
+
+#endif

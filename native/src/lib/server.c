@@ -1,0 +1,492 @@
+/*
+ * server.c - the epoll echo server of libtfolab (modes echo, line, http).
+ *
+ * Rules: one thread, non-blocking sockets, level-triggered epoll, one recv()
+ * per readiness event (so TCP_QUICKACK, when asked for, is set before every
+ * read). Memory per connection is bounded: a partial line or HTTP head may
+ * grow to TFL_MAX_LINE, then the connection is dropped with one line on
+ * stderr; reading pauses while more than OUT_HIGH bytes wait to be sent.
+ * The only output is one stderr line per connection dropped for a reason
+ * other than the peer going away.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "internal.h"
+
+#define CHUNK (64 * 1024)
+#define OUT_HIGH (4 * 1024 * 1024)
+#define MAX_EVENTS 64
+#define ACCEPT_PAUSE_MS 100
+
+struct buffer {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+struct conn {
+    int fd;
+    uint32_t events;     /* current epoll interest */
+    int read_eof;        /* peer sent FIN */
+    int closing;         /* close once out is flushed */
+    size_t scanned;      /* bytes of in already searched for a terminator */
+    size_t body_left;    /* http: request body bytes still to skip */
+    size_t out_off;      /* bytes of out already sent */
+    struct buffer in;
+    struct buffer out;
+    struct conn *prev, *next;
+};
+
+struct server {
+    const struct tfl_server_config *cfg;
+    int epfd;
+    int listen_fd;
+    int stop_fd;
+    int accept_paused;
+    int done;
+    long closed;
+    struct conn *conns;
+    char *err;
+    size_t errlen;
+};
+
+static char listen_tag, stop_tag;
+
+void tfl_server_config_init(struct tfl_server_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    tfl_copy_str(cfg->bind_addr, sizeof cfg->bind_addr, "127.0.0.1");
+    cfg->mode = TFL_MODE_ECHO;
+}
+
+/* Make room for `more` bytes, growing up to limit; -1 if it would exceed it. */
+static int buffer_reserve(struct buffer *b, size_t more, size_t limit)
+{
+    if (more > limit || b->len > limit - more)
+        return -1;
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (p == NULL)
+        return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buffer_append(struct buffer *b, const char *data, size_t len, size_t limit)
+{
+    if (buffer_reserve(b, len, limit) != 0)
+        return -1;
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    return 0;
+}
+
+static void buffer_consume(struct buffer *b, size_t n)
+{
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+}
+
+static void log_drop(const struct conn *c, const char *why)
+{
+    fprintf(stderr, "tfolab server: dropped connection (fd %d): %s\n", c->fd, why);
+}
+
+static void conn_close(struct server *srv, struct conn *c)
+{
+    /* Closing the fd removes it from the epoll set; EINTR still frees it on Linux. */
+    if (close(c->fd) != 0 && errno != EINTR)
+        fprintf(stderr, "tfolab server: close: %s\n", tfl_errno_name(errno));
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    free(c->in.data);
+    free(c->out.data);
+    free(c);
+    srv->closed++;
+    if (srv->cfg->max_conns > 0 && srv->closed >= srv->cfg->max_conns)
+        srv->done = 1;
+}
+
+static int set_interest(struct server *srv, int fd, void *tag, uint32_t *current, uint32_t want)
+{
+    if (*current == want)
+        return 0;
+    struct epoll_event ev = {.events = want, .data.ptr = tag};
+    if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
+        return errno;
+    *current = want;
+    return 0;
+}
+
+/* Line mode: move every complete line from in to out. */
+static int process_lines(struct conn *c)
+{
+    const char *nl;
+    while ((nl = memchr(c->in.data + c->scanned, '\n', c->in.len - c->scanned)) != NULL) {
+        size_t line_len = (size_t)(nl - c->in.data) + 1;
+        if (buffer_append(&c->out, c->in.data, line_len, SIZE_MAX / 2) != 0)
+            return -1;
+        buffer_consume(&c->in, line_len);
+        c->scanned = 0;
+    }
+    c->scanned = c->in.len;
+    if (c->in.len > TFL_MAX_LINE) {
+        log_drop(c, "line longer than 1048576 bytes (TFL_MAX_LINE)");
+        return -1;
+    }
+    return 0;
+}
+
+/* HTTP mode: answer every complete request head, skip request bodies. */
+static int process_http(struct conn *c)
+{
+    for (;;) {
+        if (c->body_left > 0) {
+            size_t skip = c->body_left < c->in.len ? c->body_left : c->in.len;
+            buffer_consume(&c->in, skip);
+            c->body_left -= skip;
+            if (c->body_left > 0)
+                return 0;
+        }
+        if (c->closing)
+            return 0; /* ignore anything after a request that closes */
+        size_t from = c->scanned > 3 ? c->scanned - 3 : 0;
+        const char *end = c->in.len > from ? memmem(c->in.data + from, c->in.len - from,
+                                                    "\r\n\r\n", 4)
+                                           : NULL;
+        if (end == NULL) {
+            c->scanned = c->in.len;
+            if (c->in.len > TFL_MAX_LINE) {
+                log_drop(c, "HTTP request head longer than 1048576 bytes");
+                return -1;
+            }
+            return 0;
+        }
+        size_t head_len = (size_t)(end - c->in.data) + 4;
+        struct tfl_http_request req;
+        char response[512];
+        tfl_http_parse(c->in.data, head_len, &req);
+        size_t n = tfl_http_response(&req, response, sizeof response);
+        if (n == 0 || buffer_append(&c->out, response, n, SIZE_MAX / 2) != 0)
+            return -1;
+        buffer_consume(&c->in, head_len);
+        c->scanned = 0;
+        c->body_left = req.status == 200 ? req.body_len : 0;
+        if (req.status != 200 || !req.keep_alive)
+            c->closing = 1;
+    }
+}
+
+/* Send what is pending; -1 when the connection must go. */
+static int flush_out(struct conn *c)
+{
+    while (c->out_off < c->out.len) {
+        ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            if (errno != EPIPE && errno != ECONNRESET)
+                log_drop(c, tfl_errno_name(errno));
+            return -1;
+        }
+        c->out_off += (size_t)n;
+    }
+    c->out.len = 0;
+    c->out_off = 0;
+    return 0;
+}
+
+/* One recv(); -1 when the connection must go. */
+static int read_once(struct server *srv, struct conn *c)
+{
+    char chunk[CHUNK];
+    const struct tfl_server_config *cfg = srv->cfg;
+    if (cfg->quickack) {
+        int one = 1;
+        if (setsockopt(c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) != 0) {
+            log_drop(c, "setsockopt(TCP_QUICKACK) failed");
+            return -1;
+        }
+    }
+    ssize_t n;
+    do {
+        n = recv(c->fd, chunk, sizeof chunk, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno != ECONNRESET)
+            log_drop(c, tfl_errno_name(errno));
+        return -1;
+    }
+    if (n == 0) {
+        c->read_eof = 1;
+        c->closing = 1;
+        return 0;
+    }
+    size_t len = (size_t)n;
+    if (cfg->mode == TFL_MODE_ECHO)
+        return buffer_append(&c->out, chunk, len, SIZE_MAX / 2);
+    if (c->closing)
+        return 0; /* http: a request said close; the rest is ignored */
+    if (buffer_append(&c->in, chunk, len, TFL_MAX_LINE + CHUNK) != 0) {
+        log_drop(c, "request buffer full");
+        return -1;
+    }
+    return cfg->mode == TFL_MODE_LINE ? process_lines(c) : process_http(c);
+}
+
+static void handle_conn(struct server *srv, struct conn *c, uint32_t events)
+{
+    if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->read_eof &&
+        (c->events & EPOLLIN) && read_once(srv, c) != 0) {
+        conn_close(srv, c);
+        return;
+    }
+    if (flush_out(c) != 0) {
+        conn_close(srv, c);
+        return;
+    }
+    size_t pending = c->out.len - c->out_off;
+    if (c->closing && pending == 0) {
+        conn_close(srv, c);
+        return;
+    }
+    if ((events & EPOLLERR) && !(c->events & EPOLLIN)) {
+        conn_close(srv, c); /* reset while we were not reading */
+        return;
+    }
+    uint32_t want = 0;
+    if (!c->closing && pending < OUT_HIGH)
+        want |= EPOLLIN;
+    if (pending > 0)
+        want |= EPOLLOUT;
+    int rc = set_interest(srv, c->fd, c, &c->events, want);
+    if (rc != 0) {
+        log_drop(c, tfl_errno_name(rc));
+        conn_close(srv, c);
+    }
+}
+
+static void add_conn(struct server *srv, int fd)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        fprintf(stderr, "tfolab server: out of memory, refusing a connection\n");
+        (void)close(fd);
+        return;
+    }
+    c->fd = fd;
+    c->events = EPOLLIN;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    if (srv->cfg->nodelay) {
+        int one = 1;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+            log_drop(c, "setsockopt(TCP_NODELAY) failed");
+            conn_close(srv, c);
+            return;
+        }
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        log_drop(c, tfl_errno_name(errno));
+        conn_close(srv, c);
+    }
+}
+
+static void accept_some(struct server *srv)
+{
+    for (int i = 0; i < MAX_EVENTS; i++) {
+        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            add_conn(srv, fd);
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            /* Out of descriptors or memory: stop accepting for a while. */
+            uint32_t none = 0, current = EPOLLIN;
+            fprintf(stderr, "tfolab server: accept: %s, pausing for %d ms\n",
+                    tfl_errno_name(errno), ACCEPT_PAUSE_MS);
+            if (set_interest(srv, srv->listen_fd, &listen_tag, &current, none) == 0)
+                srv->accept_paused = 1;
+            return;
+        }
+        /* ECONNABORTED, EPROTO, EINTR, network errors: that one connection is gone. */
+    }
+}
+
+static int resume_accept(struct server *srv)
+{
+    uint32_t current = 0;
+    int rc = set_interest(srv, srv->listen_fd, &listen_tag, &current, EPOLLIN);
+    if (rc == 0)
+        srv->accept_paused = 0;
+    return rc;
+}
+
+int tfl_server_run(int listen_fd, const struct tfl_server_config *cfg, int stop_fd, char *err,
+                   size_t errlen)
+{
+    struct server srv = {.cfg = cfg, .listen_fd = listen_fd, .stop_fd = stop_fd,
+                         .err = err, .errlen = errlen};
+    int rc = 0;
+    if (cfg == NULL || cfg->mode < TFL_MODE_ECHO || cfg->mode > TFL_MODE_HTTP ||
+        cfg->max_conns < 0) {
+        tfl_set_err(err, errlen, "bad server configuration (mode or max_conns)");
+        return -EINVAL;
+    }
+    srv.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (srv.epfd < 0) {
+        rc = -errno;
+        tfl_set_err(err, errlen, "epoll_create1: %s", tfl_errno_name(errno));
+        return rc;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &listen_tag};
+    if (epoll_ctl(srv.epfd, EPOLL_CTL_ADD, listen_fd, &ev) != 0) {
+        rc = -errno;
+        tfl_set_err(err, errlen, "epoll_ctl(listener): %s", tfl_errno_name(errno));
+        goto out;
+    }
+    if (stop_fd >= 0) {
+        struct epoll_event sev = {.events = EPOLLIN, .data.ptr = &stop_tag};
+        if (epoll_ctl(srv.epfd, EPOLL_CTL_ADD, stop_fd, &sev) != 0) {
+            rc = -errno;
+            tfl_set_err(err, errlen, "epoll_ctl(stop fd): %s", tfl_errno_name(errno));
+            goto out;
+        }
+    }
+    struct epoll_event events[MAX_EVENTS];
+    while (!srv.done) {
+        int n = epoll_wait(srv.epfd, events, MAX_EVENTS, srv.accept_paused ? ACCEPT_PAUSE_MS : -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            tfl_set_err(err, errlen, "epoll_wait: %s", tfl_errno_name(errno));
+            goto out;
+        }
+        if (n == 0 && srv.accept_paused && (rc = -resume_accept(&srv)) != 0) {
+            tfl_set_err(err, errlen, "epoll_ctl(listener): %s", tfl_errno_name(-rc));
+            goto out;
+        }
+        for (int i = 0; i < n && !srv.done; i++) {
+            void *tag = events[i].data.ptr;
+            if (tag == &stop_tag)
+                goto out;
+            if (tag == &listen_tag)
+                accept_some(&srv);
+            else
+                handle_conn(&srv, tag, events[i].events);
+        }
+    }
+out:
+    while (srv.conns != NULL) {
+        struct conn *c = srv.conns;
+        srv.conns = c->next;
+        if (close(c->fd) != 0 && errno != EINTR)
+            fprintf(stderr, "tfolab server: close: %s\n", tfl_errno_name(errno));
+        free(c->in.data);
+        free(c->out.data);
+        free(c);
+    }
+    if (close(srv.epfd) != 0 && errno != EINTR && rc == 0) {
+        rc = -errno;
+        tfl_set_err(err, errlen, "close(epoll): %s", tfl_errno_name(errno));
+    }
+    return rc;
+}
+
+int tfl_server_listen(const struct tfl_server_config *cfg, int *port_out, char *err,
+                      size_t errlen)
+{
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    if (cfg == NULL || !tfl_is_terminated(cfg->bind_addr, sizeof cfg->bind_addr)) {
+        tfl_set_err(err, errlen, "bind address missing or longer than %d characters",
+                    TFL_HOST_MAX - 1);
+        return -EINVAL;
+    }
+    if (cfg->port < 0 || cfg->port > 65535 || cfg->tfo_qlen < 0) {
+        tfl_set_err(err, errlen, "port must be 0..65535 and the TFO queue length >= 0");
+        return -EINVAL;
+    }
+    if (tfl_resolve(cfg->bind_addr, cfg->port, &addr, &addrlen) != 0) {
+        tfl_set_err(err, errlen,
+                    "bad bind address '%s': use an IPv4 or IPv6 address such as 127.0.0.1, "
+                    "0.0.0.0 or ::1",
+                    cfg->bind_addr);
+        return -EINVAL;
+    }
+    int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        int e = errno;
+        tfl_set_err(err, errlen, "socket: %s", tfl_errno_name(e));
+        return -e;
+    }
+    int one = 1;
+    const char *call = NULL;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        call = "setsockopt(SO_REUSEADDR)";
+    else if (cfg->tfo_qlen > 0 &&
+             setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN, &cfg->tfo_qlen, sizeof cfg->tfo_qlen) != 0)
+        call = "setsockopt(TCP_FASTOPEN)";
+    else if (bind(fd, (struct sockaddr *)&addr, addrlen) != 0)
+        call = "bind";
+    else if (listen(fd, SOMAXCONN) != 0)
+        call = "listen";
+    else if (getsockname(fd, (struct sockaddr *)&addr, &addrlen) != 0)
+        call = "getsockname";
+    if (call != NULL) {
+        int e = errno;
+        if (e == EADDRINUSE)
+            tfl_set_err(err, errlen,
+                        "port %d on %s is already in use (EADDRINUSE): stop the other server or "
+                        "use --port 0 to pick a free port",
+                        (int)cfg->port, cfg->bind_addr);
+        else if (e == EADDRNOTAVAIL)
+            tfl_set_err(err, errlen,
+                        "%s is not an address of this machine (EADDRNOTAVAIL): bind to "
+                        "127.0.0.1 or 0.0.0.0",
+                        cfg->bind_addr);
+        else if (e == EACCES)
+            tfl_set_err(err, errlen,
+                        "port %d needs privileges (EACCES): use a port above 1023 or 0",
+                        (int)cfg->port);
+        else
+            tfl_set_err(err, errlen, "%s: %s", call, tfl_errno_name(e));
+        (void)close(fd);
+        return -e;
+    }
+    if (port_out != NULL)
+        *port_out = addr.ss_family == AF_INET6
+                        ? ntohs(((struct sockaddr_in6 *)&addr)->sin6_port)
+                        : ntohs(((struct sockaddr_in *)&addr)->sin_port);
+    return fd;
+}
