@@ -71,6 +71,8 @@ static void parse_connect(struct args *a, const char *v, struct tfl_client_confi
         if (colon == NULL || colon == v)
             args_fail(a, "--connect '%.60s' is not HOST:PORT, e.g. --connect 127.0.0.1:5000", v);
         host_len = (size_t)(colon - v);
+        if (memchr(v, ':', host_len) != NULL)
+            args_fail(a, "--connect '%.60s' is ambiguous: write IPv6 as [::1]:5000", v);
     }
     if (host_len == 0 || host_len >= sizeof cfg->host)
         args_fail(a, "--connect '%.60s': bad host, give an address such as 127.0.0.1", v);
