@@ -10,12 +10,15 @@ with ``iptables -A OUTPUT -o lo -p udp -j NFQUEUE --queue-num 0 --queue-bypass``
 starts tfo-delay with the given one-way delay D, and sends PACKETS datagrams to
 a receiver on 127.0.0.1: PACKETS - BURST of them paced every INTERVAL ms, then
 one back-to-back burst of BURST.  Each payload carries its sequence number and
-the sender's CLOCK_MONOTONIC and CLOCK_REALTIME send times.
+the sender's CLOCK_MONOTONIC and CLOCK_REALTIME send times.  The sender's send
+buffer is 8 MiB: a queued skb stays charged to its socket until accepted, and
+the default buffer holds only about 256 small datagrams.
 
 The receiver (a separate process, so the GIL plays no part, running SCHED_FIFO
 at priority 5, below the delayer's default 10, so that it measures the delayer
-and not its own wait for a CPU) records for every datagram its CLOCK_MONOTONIC read time and the kernel's receive stamp
-(SO_TIMESTAMPNS, CLOCK_REALTIME).  The added delay's error is
+and not its own wait for a CPU) records for every datagram its CLOCK_MONOTONIC
+read time and the kernel's receive stamp (SO_TIMESTAMPNS, CLOCK_REALTIME).
+The added delay's error is
 
     receiver clock:     (monotonic read time - monotonic send time) - D
     kernel rx stamp:    (kernel receive stamp - realtime send time) - D
@@ -58,6 +61,7 @@ RECEIVER_RT_PRIORITY = 5
 PAYLOAD = struct.Struct("!Iqq")  # seq, send CLOCK_MONOTONIC ns, send CLOCK_REALTIME ns
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 
@@ -191,6 +195,13 @@ def measure(binary: str, delay_ms: float, packets: int, burst: int, interval_ms:
     rx.close()
 
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    # A queued skb stays charged to its sender's socket until the delayer
+    # accepts it: with the default send buffer (~256 small datagrams) a long
+    # burst would block the sender instead of filling the delay line.
+    try:
+        tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
+    except OSError:
+        tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
     tx.connect(("127.0.0.1", port))
     time.sleep(0.05)
     paced = packets - burst

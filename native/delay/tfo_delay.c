@@ -409,8 +409,10 @@ struct nl {
     uint32_t want_seq;
     bool got_ack;
     int ack_error;          /* errno from the kernel, 0 = success */
-    /* the sequence number of the shutdown batch verdict (ENOENT allowed) */
+    /* the sequence number of the shutdown batch verdict (ENOENT allowed when
+     * nothing was held) */
     uint32_t shutdown_batch_seq;
+    bool shutdown_nothing_held;
     bool have_last_id;
     uint32_t last_id;
 };
@@ -553,7 +555,7 @@ static void on_error_msg(struct handler *h, const struct nlmsghdr *nlh)
     }
     if (e->error == 0)
         return;
-    if (seq == n->shutdown_batch_seq && -e->error == ENOENT)
+    if (seq == n->shutdown_batch_seq && -e->error == ENOENT && n->shutdown_nothing_held)
         return; /* nothing was left to release */
     h->st->verdict_errors++;
 }
@@ -743,11 +745,15 @@ static int release_all_and_unbind(struct handler *h, union nl_buf *rb)
     msg_attr(buf, sizeof buf, &off, m1, NFQA_CFG_MASK, &fo, sizeof fo);
 
     n->shutdown_batch_seq = ++n->seq;
+    n->shutdown_nothing_held = h->fifo->count == 0;
     struct nlmsghdr *m2 = msg_begin(buf, sizeof buf, &off, NFQNL_MSG_VERDICT_BATCH, 0,
                                     n->shutdown_batch_seq, n->queue);
-    /* Batch verdicts take every entry whose id is not after this one (serial
-     * arithmetic): half the id space past the last id seen covers them all. */
-    uint32_t upto = (n->have_last_id ? n->last_id : 0u) + 0x7fffffffu;
+    /* A batch verdict takes every queued entry whose id is not after this one
+     * in serial arithmetic, (int32_t)(entry - upto) <= 0: the window is the
+     * 2^31 ids ending at upto.  Held ids lie at most --max-queue (< 2^30)
+     * behind the last id read, ids not read yet lie ahead of it: a window
+     * centred on the last id covers both. */
+    uint32_t upto = (n->have_last_id ? n->last_id : 0u) + 0x40000000u;
     struct nfqnl_msg_verdict_hdr vh = { .verdict = htonl(NF_ACCEPT), .id = htonl(upto) };
     msg_attr(buf, sizeof buf, &off, m2, NFQA_VERDICT_HDR, &vh, sizeof vh);
 

@@ -1,0 +1,254 @@
+"""Scenarios for the tfo-delay tests, run INSIDE a fresh network namespace.
+
+The tests start this file as ``unshare --net -- python ns_scenarios.py NAME
+--binary PATH ...``; it brings the namespace's lo up, installs the NFQUEUE
+rules there (never on the host), runs one scenario against the real kernel and
+prints one JSON object on stdout for the test to judge.  Nothing here asserts:
+the verdicts belong to the tests.
+
+Rules: every wait is bounded (socket timeouts, subprocess timeouts, bounded
+loops); the delayer is always stopped (SIGTERM, then SIGKILL) before exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import fcntl
+import itertools
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+QUEUE = 7
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+PR_CAPBSET_DROP, CAP_NET_ADMIN = 24, 12
+
+
+def bring_lo_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sh22x", b"lo", 0)
+        flags = struct.unpack("16sh22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | IFF_UP))
+
+
+def add_rule(protocol: str, queue: int = QUEUE) -> None:
+    errors = []
+    for iptables in ("iptables", "iptables-legacy"):
+        if shutil.which(iptables) is None:
+            continue
+        done = subprocess.run([iptables, "-w", "-A", "OUTPUT", "-o", "lo", "-p", protocol,
+                               "-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"],
+                              capture_output=True, text=True, timeout=10)
+        if done.returncode == 0:
+            return
+        errors.append(done.stderr.strip())
+    raise SystemExit(f"cannot install the NFQUEUE rule: {errors or 'no iptables'}")
+
+
+class Delayer:
+    """tfo-delay as a child: started, waited for READY, stopped with its output kept."""
+
+    def __init__(self, binary: str, delay_ms: float, queue: int = QUEUE,
+                 extra: tuple[str, ...] = ()) -> None:
+        self.proc = subprocess.Popen(
+            [binary, "--queue", str(queue), "--delay-ms", repr(delay_ms), "--stats-json",
+             "--die-with-parent", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], 10.0)
+        self.ready = (self.proc.stdout.readline().strip() if ready else "") == "READY"
+        self.returncode: int | None = None
+        self.stdout = self.stderr = ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> dict:
+        if self.returncode is None:
+            self.proc.send_signal(sig)
+            try:
+                self.stdout, self.stderr = self.proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.stdout, self.stderr = self.proc.communicate(timeout=10)
+            self.returncode = self.proc.returncode
+        stats = [ln for ln in self.stdout.splitlines() if ln.startswith("{")]
+        return {"returncode": self.returncode, "ready": self.ready, "stdout": self.stdout,
+                "stderr": self.stderr, "stats": json.loads(stats[-1]) if stats else None}
+
+
+def ms_since(start_ns: int) -> float:
+    return (time.monotonic_ns() - start_ns) / 1e6
+
+
+def tcp_pair(listener: socket.socket) -> tuple[socket.socket, socket.socket, float]:
+    client = socket.socket()
+    client.settimeout(5)
+    t0 = time.monotonic_ns()
+    client.connect(listener.getsockname())
+    connect_ms = ms_since(t0)
+    server, _ = listener.accept()
+    server.settimeout(5)
+    for s in (client, server):
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return client, server, connect_ms
+
+
+def echo_ms(client: socket.socket, server: socket.socket) -> float:
+    t0 = time.monotonic_ns()
+    client.send(b"ping")
+    data = server.recv(64)
+    server.send(data)
+    client.recv(64)
+    return ms_since(t0)
+
+
+def listener_socket() -> socket.socket:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.settimeout(5)
+    return listener
+
+
+# ---------------------------------------------------------------------------- scenarios
+
+def scenario_timing(args: argparse.Namespace) -> dict:
+    """connect() and an echo round trip through the delayer, `iterations` times."""
+    add_rule("tcp")
+    delayer = Delayer(args.binary, args.delay_ms)
+    if not delayer.ready:
+        return {"error": "delayer not ready", **delayer.stop()}
+    listener = listener_socket()
+    settle = 3 * args.delay_ms / 1e3 + 0.01
+    connects, echoes = [], []
+    for _ in range(args.iterations):
+        client, server, connect_ms = tcp_pair(listener)
+        connects.append(connect_ms)
+        time.sleep(settle)          # the handshake's last ACK has gone through
+        echoes.append(echo_ms(client, server))
+        client.close()
+        server.close()
+        time.sleep(settle)          # FINs and their ACKs have gone through
+    listener.close()
+    return {"connect_ms": connects, "echo_ms": echoes, **delayer.stop()}
+
+
+def scenario_release(args: argparse.Namespace) -> dict:
+    """SIGTERM while a stream of UDP is held for a long delay: everything arrives."""
+    add_rule("udp")
+    delayer = Delayer(args.binary, args.delay_ms)
+    if not delayer.ready:
+        return {"error": "delayer not ready", **delayer.stop()}
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    rx.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 8 << 20)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.connect(rx.getsockname())
+    sent = 0
+    stop_sending = threading.Event()
+
+    def send_stream() -> None:
+        nonlocal sent
+        deadline = time.monotonic() + 5
+        while not stop_sending.is_set() and time.monotonic() < deadline:
+            tx.send(struct.pack("!I", sent))
+            sent += 1
+            time.sleep(0.0002)
+
+    sender = threading.Thread(target=send_stream)
+    sender.start()
+    time.sleep(args.stream_s / 2)
+    term_ns = time.monotonic_ns()
+    stopped = delayer.stop()
+    stop_ms = ms_since(term_ns)
+    time.sleep(args.stream_s / 2)       # keep sending after the delayer is gone
+    stop_sending.set()
+    sender.join(timeout=10)
+    seqs = []
+    rx.settimeout(0.5)
+    for _ in range(sent):
+        try:
+            seqs.append(struct.unpack("!I", rx.recv(16))[0])
+        except TimeoutError:
+            break
+    overtaken = [a for a, b in itertools.pairwise(seqs) if b < a]
+    return {"sent": sent, "received": len(seqs), "in_order": seqs == sorted(seqs),
+            "inversions": len(overtaken), "inversion_at": overtaken[:5],
+            "unique": len(set(seqs)), "stop_ms": stop_ms,
+            "all_read_ms": ms_since(term_ns), **stopped}
+
+
+def scenario_kill(args: argparse.Namespace) -> dict:
+    """SIGKILL the delayer: with --queue-bypass traffic flows again, undelayed."""
+    add_rule("tcp")
+    delayer = Delayer(args.binary, args.delay_ms)
+    if not delayer.ready:
+        return {"error": "delayer not ready", **delayer.stop()}
+    listener = listener_socket()
+    old_client, old_server, before_ms = tcp_pair(listener)
+    time.sleep(3 * args.delay_ms / 1e3)
+    stopped = delayer.stop(signal.SIGKILL)
+    client, server, after_ms = tcp_pair(listener)
+    fresh_echo = echo_ms(client, server)
+    old_echo = echo_ms(old_client, old_server)
+    for s in (client, server, old_client, old_server, listener):
+        s.close()
+    return {"connect_before_ms": before_ms, "connect_after_ms": after_ms,
+            "echo_after_ms": fresh_echo, "old_connection_echo_ms": old_echo, **stopped}
+
+
+def scenario_busy(args: argparse.Namespace) -> dict:
+    """A second delayer on a queue that is already bound."""
+    first = Delayer(args.binary, args.delay_ms)
+    second = subprocess.run([args.binary, "--queue", str(QUEUE), "--delay-ms", "1"],
+                            capture_output=True, text=True, timeout=10)
+    return {"second_returncode": second.returncode, "second_stderr": second.stderr,
+            "second_stdout": second.stdout, "first": first.stop()}
+
+
+def scenario_eperm(args: argparse.Namespace) -> dict:
+    """Root without CAP_NET_ADMIN (dropped from the bounding set) cannot bind."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def drop_net_admin() -> None:
+        if libc.prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN, 0, 0, 0) != 0:
+            os._exit(99)
+
+    done = subprocess.run([args.binary, "--queue", str(QUEUE), "--delay-ms", "1"],
+                          capture_output=True, text=True, timeout=10, preexec_fn=drop_net_admin)
+    return {"returncode": done.returncode, "stderr": done.stderr, "stdout": done.stdout}
+
+
+def scenario_probe(args: argparse.Namespace) -> dict:
+    """Can this machine run the others: the rule installs and the delayer binds."""
+    add_rule("tcp")
+    return Delayer(args.binary, args.delay_ms).stop()
+
+
+SCENARIOS = {"probe": scenario_probe, "timing": scenario_timing, "release": scenario_release,
+             "kill": scenario_kill, "busy": scenario_busy, "eperm": scenario_eperm}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--delay-ms", type=float, default=10.0)
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--stream-s", type=float, default=0.3)
+    args = parser.parse_args()
+    bring_lo_up()
+    print(json.dumps(SCENARIOS[args.scenario](args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""tfo-delay against the real kernel, each test in a fresh network namespace.
+
+Every test runs ns_scenarios.py (or the accuracy benchmark) under
+``unshare --net``: lo up, an NFQUEUE rule on the namespace's OUTPUT chain,
+the delayer bound, real sockets.  The host's iptables, lo and sysctls are never
+touched.  Skipped, with the reason, where root, namespaces or NFQUEUE are
+missing.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import run_in_netns
+
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("nfqueue_netns")]
+
+BENCHMARK = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "delay_accuracy.py"
+STATS_KEYS = {"queue", "delay_ms", "packets", "max_queue_depth", "enobufs", "lost",
+              "released_at_exit", "verdict_errors", "overflow_accepts", "kernel_queue_dropped",
+              "kernel_user_dropped", "late_median_us", "late_p99_us", "late_max_us", "sched"}
+
+
+@pytest.mark.parametrize("delay_ms", [0, 0.5, 5, 10, 25])
+def test_connect_and_echo_each_take_two_delays(tfo_delay: str, delay_ms: float) -> None:
+    # OUTPUT on lo sees each packet once: SYN and SYN-ACK are delayed once each,
+    # so connect() returns after 2D; a data echo (request, response) also adds 2D.
+    run = run_in_netns("timing", tfo_delay, "--delay-ms", str(delay_ms), "--iterations", "5")
+    rtt = 2 * delay_ms
+    for name in ("connect_ms", "echo_ms"):
+        times = run[name]
+        assert min(times) >= rtt, f"{name} {times}: a packet left before its delay"
+        assert abs(statistics.median(times) - rtt) <= 1.0, f"{name} {times}, 2D = {rtt}"
+        assert max(times) <= rtt + 5.0, f"{name} {times}"
+    stats = run["stats"]
+    assert run["returncode"] == 0
+    assert set(stats) == STATS_KEYS
+    assert stats["delay_ms"] == pytest.approx(delay_ms)
+    # 5 x (SYN, SYN-ACK, ACK, data, echo, FIN/ACK exchange): at least 5 x 5 packets
+    assert stats["packets"] >= 25
+    assert stats["lost"] == stats["enobufs"] == stats["verdict_errors"] == 0
+    assert stats["kernel_queue_dropped"] == stats["kernel_user_dropped"] == 0
+    assert stats["late_median_us"] < 200
+    line = run["stderr"].strip().splitlines()[-1]
+    assert line.startswith(f"tfo-delay: queue 7 delay {delay_ms:.3f} ms: packets "
+                           f"{stats['packets']}, max queue depth ")
+    assert "lateness us median" in line
+
+
+def test_burst_arrives_complete_in_order_and_delayed_by_d(tfo_delay: str) -> None:
+    # 100 datagrams paced every 0.5 ms, then 300 back to back; the receiver
+    # compares its CLOCK_MONOTONIC read time with the send time in the payload.
+    done = subprocess.run([sys.executable, str(BENCHMARK), "--binary", tfo_delay,
+                           "--delay-ms", "10", "--packets", "400", "--burst", "300", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["received"] == 400
+    assert result["lost"] == result["duplicates"] == result["reordered"] == 0
+    errors = result["error_ms"]
+    for group in ("all_receiver", "burst_receiver"):
+        assert errors[group]["min"] >= 0.0, f"{group}: delivered early: {errors[group]}"
+        assert errors[group]["median"] <= 0.2, f"{group}: {errors[group]}"
+    delayer = result["delayer"]
+    assert delayer["packets"] == 400
+    assert delayer["max_queue_depth"] >= 300
+    assert delayer["lost"] == delayer["enobufs"] == 0
+
+
+def test_sigterm_releases_held_packets_then_traffic_bypasses(tfo_delay: str) -> None:
+    # UDP every 0.2 ms with D = 3 s: at SIGTERM hundreds are held (as many as
+    # the sender's socket buffer allows: held skbs stay charged to it).  They
+    # must all arrive at once, and what is sent afterwards passes undelayed.
+    run = run_in_netns("release", tfo_delay, "--delay-ms", "3000", "--stream-s", "0.3")
+    stats = run["stats"]
+    assert run["returncode"] == 0
+    assert stats["released_at_exit"] >= 100
+    assert stats["released_at_exit"] == stats["packets"]
+    assert run["stop_ms"] < 500
+    assert run["received"] == run["unique"] == run["sent"], "packets lost at shutdown"
+    assert run["all_read_ms"] < 1500, "held packets waited for their delay"
+    # Held packets keep their order among themselves; a sender woken by the
+    # release may overtake the tail of it once (the one inversion allowed).
+    assert run["inversions"] <= 1
+    assert "released at exit" in run["stderr"]
+
+
+def test_sigkill_leaves_traffic_flowing(tfo_delay: str) -> None:
+    run = run_in_netns("kill", tfo_delay, "--delay-ms", "10")
+    assert run["returncode"] == -9
+    assert run["connect_before_ms"] >= 20
+    assert run["connect_after_ms"] < 5, "--queue-bypass should pass traffic undelayed"
+    assert run["echo_after_ms"] < 5
+    assert run["old_connection_echo_ms"] < 5
+
+
+def test_second_delayer_on_a_bound_queue_exits_2(tfo_delay: str) -> None:
+    run = run_in_netns("busy", tfo_delay)
+    assert run["second_returncode"] == 2
+    assert run["second_stdout"] == ""
+    lines = run["second_stderr"].splitlines()
+    assert len(lines) == 1
+    assert "queue 7 is already bound by another process" in lines[0]
+    assert run["first"]["returncode"] == 0
+
+
+def test_without_cap_net_admin_exits_2(tfo_delay: str) -> None:
+    run = run_in_netns("eperm", tfo_delay)
+    assert run["returncode"] == 2
+    assert run["stdout"] == ""
+    lines = run["stderr"].splitlines()
+    assert len(lines) == 1
+    assert "needs CAP_NET_ADMIN" in lines[0]
+
+
+def test_sanitized_build_runs_clean(tfo_delay_sanitized: str) -> None:
+    env = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=86",
+           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87"}
+    runs = [run_in_netns("timing", tfo_delay_sanitized, "--delay-ms", "5", "--iterations", "3",
+                         env=env),
+            run_in_netns("release", tfo_delay_sanitized, "--delay-ms", "3000", env=env)]
+    for run in runs:
+        assert run["returncode"] == 0, run["stderr"]
+        for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error", "UndefinedBehavior"):
+            assert marker not in run["stderr"], run["stderr"]
+        assert run["stats"] is not None
