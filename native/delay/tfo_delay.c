@@ -36,6 +36,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -136,11 +137,15 @@ static void usage(FILE *out)
 "or an environment that cannot work (one line on stderr says why and the fix).\n");
 }
 
-static void die_usage(const char *fmt, const char *arg)
+__attribute__((format(printf, 1, 2), noreturn))
+static void die_usage(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, PROG ": ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    va_end(ap);
     exit(EXIT_USAGE);
 }
 

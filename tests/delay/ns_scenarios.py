@@ -227,6 +227,31 @@ def scenario_eperm(args: argparse.Namespace) -> dict:
     return {"returncode": done.returncode, "stderr": done.stderr, "stdout": done.stdout}
 
 
+def scenario_overflow(args: argparse.Namespace) -> dict:
+    """--max-queue 10 and 50 datagrams back to back: the kernel refuses 40."""
+    add_rule("udp")
+    extra = ("--max-queue", "10", *(("--fail-open",) if args.fail_open else ()))
+    delayer = Delayer(args.binary, args.delay_ms, extra=extra)
+    if not delayer.ready:
+        return {"error": "delayer not ready", **delayer.stop()}
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.connect(rx.getsockname())
+    start = time.monotonic_ns()
+    for seq in range(50):
+        tx.send(struct.pack("!I", seq))
+    rx.settimeout(3 * args.delay_ms / 1e3 + 0.5)
+    arrivals = []
+    for _ in range(50):
+        try:
+            seq = struct.unpack("!I", rx.recv(16))[0]
+        except TimeoutError:
+            break
+        arrivals.append((seq, ms_since(start)))
+    return {"arrivals": arrivals, **delayer.stop()}
+
+
 def scenario_probe(args: argparse.Namespace) -> dict:
     """Can this machine run the others: the rule installs and the delayer binds."""
     add_rule("tcp")
@@ -234,7 +259,8 @@ def scenario_probe(args: argparse.Namespace) -> dict:
 
 
 SCENARIOS = {"probe": scenario_probe, "timing": scenario_timing, "release": scenario_release,
-             "kill": scenario_kill, "busy": scenario_busy, "eperm": scenario_eperm}
+             "kill": scenario_kill, "busy": scenario_busy, "eperm": scenario_eperm,
+             "overflow": scenario_overflow}
 
 
 def main() -> int:
@@ -244,6 +270,7 @@ def main() -> int:
     parser.add_argument("--delay-ms", type=float, default=10.0)
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--stream-s", type=float, default=0.3)
+    parser.add_argument("--fail-open", action="store_true")
     args = parser.parse_args()
     bring_lo_up()
     print(json.dumps(SCENARIOS[args.scenario](args)))

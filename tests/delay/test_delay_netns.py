@@ -91,6 +91,28 @@ def test_sigterm_releases_held_packets_then_traffic_bypasses(tfo_delay: str) -> 
     assert "released at exit" in run["stderr"]
 
 
+@pytest.mark.parametrize("fail_open", [False, True])
+def test_max_queue_overflow_is_counted_by_the_kernel(tfo_delay: str, fail_open: bool) -> None:
+    # The kernel queue holds --max-queue packets; the rest are dropped and
+    # counted (/proc/net/netfilter/nfnetlink_queue), or with --fail-open pass
+    # undelayed.  The FIFO never overflows: it is as long as the kernel queue.
+    args = ("--delay-ms", "50", *(("--fail-open",) if fail_open else ()))
+    run = run_in_netns("overflow", tfo_delay, *args)
+    stats = run["stats"]
+    delayed = [seq for seq, at_ms in run["arrivals"] if at_ms >= 50]
+    undelayed = [seq for seq, at_ms in run["arrivals"] if at_ms < 50]
+    assert stats["max_queue_depth"] == 10
+    assert stats["packets"] == 10
+    assert stats["overflow_accepts"] == 0
+    assert len(delayed) == 10
+    if fail_open:
+        assert len(undelayed) == 40
+        assert stats["kernel_queue_dropped"] == 0
+    else:
+        assert undelayed == []
+        assert stats["kernel_queue_dropped"] == 40
+
+
 def test_sigkill_leaves_traffic_flowing(tfo_delay: str) -> None:
     run = run_in_netns("kill", tfo_delay, "--delay-ms", "10")
     assert run["returncode"] == -9
