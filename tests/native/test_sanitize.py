@@ -20,6 +20,7 @@ import pytest
 
 from tests.native.netns import run_in_netns
 from tests.native.support import echo_server, environ_with, no_sanitizer_report, run, stop
+from tests.native.test_edges import pipelined_body
 
 NATIVE = Path(__file__).resolve().parents[2] / "native"
 SANITIZER_ENV = {
@@ -84,6 +85,9 @@ def _sanitized_session(build: Path) -> None:
                 pass
         code, err = stop(server)
         assert code == 0 and no_sanitizer_report(err), err
+
+    http_count, _, same, err = pipelined_body(server_exe, env)
+    assert http_count == 2000 and same and no_sanitizer_report(err), err
 
     with echo_server("--mode", "http", executable=server_exe, env=env) as (server, port):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)

@@ -98,6 +98,8 @@ static int buffer_append(struct buffer *b, const char *data, size_t len, size_t 
 
 static void buffer_consume(struct buffer *b, size_t n)
 {
+    if (n == 0)
+        return;
     memmove(b->data, b->data + n, b->len - n);
     b->len -= n;
 }
@@ -137,17 +139,19 @@ static int set_interest(struct server *srv, int fd, void *tag, uint32_t *current
     return 0;
 }
 
-/* Line mode: move every complete line from in to out. */
+/* Line mode: move every complete line from in to out (one memmove per read). */
 static int process_lines(struct conn *c)
 {
+    size_t pos = 0;
     const char *nl;
     while ((nl = memchr(c->in.data + c->scanned, '\n', c->in.len - c->scanned)) != NULL) {
-        size_t line_len = (size_t)(nl - c->in.data) + 1;
-        if (buffer_append(&c->out, c->in.data, line_len, SIZE_MAX / 2) != 0)
+        size_t end = (size_t)(nl - c->in.data) + 1;
+        if (buffer_append(&c->out, c->in.data + pos, end - pos, SIZE_MAX / 2) != 0)
             return -1;
-        buffer_consume(&c->in, line_len);
-        c->scanned = 0;
+        pos = end;
+        c->scanned = end;
     }
+    buffer_consume(&c->in, pos);
     c->scanned = c->in.len;
     if (c->in.len > TFL_MAX_LINE) {
         log_drop(c, "line longer than 1048576 bytes (TFL_MAX_LINE)");
@@ -159,41 +163,47 @@ static int process_lines(struct conn *c)
 /* HTTP mode: answer every complete request head, skip request bodies. */
 static int process_http(struct conn *c)
 {
-    for (;;) {
+    size_t pos = 0; /* bytes of in handled; removed once at the end */
+    int rc = 0;
+    while (!c->closing) {
         if (c->body_left > 0) {
-            size_t skip = c->body_left < c->in.len ? c->body_left : c->in.len;
-            buffer_consume(&c->in, skip);
+            size_t left = c->in.len - pos;
+            size_t skip = c->body_left < left ? c->body_left : left;
+            pos += skip;
             c->body_left -= skip;
             if (c->body_left > 0)
-                return 0;
+                break;
         }
-        if (c->closing)
-            return 0; /* ignore anything after a request that closes */
-        size_t from = c->scanned > 3 ? c->scanned - 3 : 0;
+        size_t from = c->scanned > pos + 3 ? c->scanned - 3 : pos;
         const char *end = c->in.len > from ? memmem(c->in.data + from, c->in.len - from,
                                                     "\r\n\r\n", 4)
                                            : NULL;
         if (end == NULL) {
             c->scanned = c->in.len;
-            if (c->in.len > TFL_MAX_LINE) {
+            if (c->in.len - pos > TFL_MAX_LINE) {
                 log_drop(c, "HTTP request head longer than 1048576 bytes");
-                return -1;
+                rc = -1;
             }
-            return 0;
+            break;
         }
-        size_t head_len = (size_t)(end - c->in.data) + 4;
+        size_t head_end = (size_t)(end - c->in.data) + 4;
         struct tfl_http_request req;
         char response[512];
-        tfl_http_parse(c->in.data, head_len, &req);
+        tfl_http_parse(c->in.data + pos, head_end - pos, &req);
         size_t n = tfl_http_response(&req, response, sizeof response);
-        if (n == 0 || buffer_append(&c->out, response, n, SIZE_MAX / 2) != 0)
-            return -1;
-        buffer_consume(&c->in, head_len);
-        c->scanned = 0;
+        if (n == 0 || buffer_append(&c->out, response, n, SIZE_MAX / 2) != 0) {
+            rc = -1;
+            break;
+        }
+        pos = head_end;
+        c->scanned = head_end;
         c->body_left = req.status == 200 ? req.body_len : 0;
         if (req.status != 200 || !req.keep_alive)
-            c->closing = 1;
+            c->closing = 1; /* anything after a request that closes is ignored */
     }
+    buffer_consume(&c->in, pos);
+    c->scanned = c->scanned > pos ? c->scanned - pos : 0;
+    return rc;
 }
 
 /* Send what is pending; -1 when the connection must go. */
