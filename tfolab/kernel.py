@@ -27,8 +27,10 @@ def kernel_hz() -> tuple[int, str]:
             raw = path.read_bytes()
         except OSError:
             continue
-        text = gzip.decompress(raw).decode(errors="replace") if path.suffix == ".gz" else (
-            raw.decode(errors="replace")
+        text = (
+            gzip.decompress(raw).decode(errors="replace")
+            if path.suffix == ".gz"
+            else (raw.decode(errors="replace"))
         )
         match = re.search(r"^CONFIG_HZ=(\d+)$", text, re.MULTILINE)
         if match:

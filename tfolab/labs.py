@@ -50,9 +50,7 @@ class Lab:
             if scenario.name == name:
                 return scenario
         known = ", ".join(s.name for s in self.scenarios)
-        raise UserError(
-            f"lab {self.name!r} has no scenario {name!r}", f"pick one of: {known}"
-        )
+        raise UserError(f"lab {self.name!r} has no scenario {name!r}", f"pick one of: {known}")
 
     def guide_text(self) -> str:
         try:
@@ -103,7 +101,10 @@ def load_lab_file(path: Path) -> Lab:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{path}: {err}", "fix the TOML syntax at that line") from None
+        at_line = re.search(r"\(at line (\d+), column \d+\)", str(err))
+        where = f"{path}:{at_line.group(1)}" if at_line else str(path)
+        problem = re.sub(r"\s*\(at line.*\)", "", str(err))
+        raise UserError(f"{where}: {problem}", "fix the TOML syntax at that line") from None
     problems = _Problems(path, text)
     lab_table = data.get("lab")
     if not isinstance(lab_table, dict):
@@ -125,7 +126,9 @@ def load_lab_file(path: Path) -> Lab:
         settings = {k: v for k, v in raw.items() if k not in _SCENARIO_KEYS}
         iterations = raw.get("iterations", 3)
         if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
-            problems.fail("iterations", f"iterations must be a whole number >= 1, got {iterations!r}")
+            problems.fail(
+                "iterations", f"iterations must be a whole number >= 1, got {iterations!r}"
+            )
         config = _apply(base, settings, problems, where=f"scenario {scenario_name!r}")
         scenarios.append(
             LabScenario(scenario_name, str(raw.get("summary", "")), iterations, config)
@@ -168,7 +171,7 @@ class _Problems:
 def _text(table: dict, key: str, problems: _Problems) -> str:
     value = table.get(key)
     if not isinstance(value, str) or not value:
-        problems.fail(key, f"missing or empty {key!r}", f"add {key} = \"...\"")
+        problems.fail(key, f"missing or empty {key!r}", f'add {key} = "..."')
     return value
 
 

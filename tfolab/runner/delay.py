@@ -35,18 +35,49 @@ def format_ms(delay_ms: float) -> str:
 
 
 def netem_args(delay_ms: float, *, device: str = "lo") -> list[str]:
-    return ["tc", "qdisc", "replace", "dev", device, "root", "netem", "delay", format_ms(delay_ms),
-            "limit", "100000"]
+    return [
+        "tc",
+        "qdisc",
+        "replace",
+        "dev",
+        device,
+        "root",
+        "netem",
+        "delay",
+        format_ms(delay_ms),
+        "limit",
+        "100000",
+    ]
 
 
 def nfqueue_rule_args(queue: int = NFQUEUE_NUMBER, *, iptables: str = "iptables") -> list[str]:
-    return [iptables, "-w", "-A", "OUTPUT", "-o", "lo", "-p", "tcp",
-            "-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"]
+    return [
+        iptables,
+        "-w",
+        "-A",
+        "OUTPUT",
+        "-o",
+        "lo",
+        "-p",
+        "tcp",
+        "-j",
+        "NFQUEUE",
+        "--queue-num",
+        str(queue),
+        "--queue-bypass",
+    ]
 
 
 def delayer_args(executable: str, delay_ms: float, queue: int = NFQUEUE_NUMBER) -> list[str]:
-    return [executable, "--queue", str(queue), "--delay-ms", f"{delay_ms:g}",
-            "--die-with-parent", "--stats-json"]
+    return [
+        executable,
+        "--queue",
+        str(queue),
+        "--delay-ms",
+        f"{delay_ms:.6f}",
+        "--die-with-parent",
+        "--stats-json",
+    ]
 
 
 @dataclass
@@ -104,13 +135,13 @@ def nfqueue_works(delayer: str | None) -> tuple[bool, str]:
     return True, f"{iptables} NFQUEUE rule + tfo-delay bound"
 
 
-def install_delay(
-    choice: BackendChoice, delay_ms: float, delayer: str | None
-) -> InstalledDelay:
+def install_delay(choice: BackendChoice, delay_ms: float, delayer: str | None) -> InstalledDelay:
     """Install the chosen backend on this namespace's lo (the caller is in the lab namespace)."""
     if choice == "none" or (choice == "auto" and delay_ms == 0):
-        note = "no delay emulation: plain loopback"
-        return InstalledDelay("none", 0.0 if choice == "none" else delay_ms, [note])
+        note = "NO DELAY EMULATION: plain loopback"
+        if delay_ms > 0:
+            note += f" (the requested {delay_ms:g} ms was not applied)"
+        return InstalledDelay("none", 0.0, [note])
     if choice in ("auto", "netem"):
         ok, why = netem_works()
         if ok:
@@ -125,10 +156,14 @@ def install_delay(
     if iptables is None or delayer is None:
         missing = "iptables is not installed" if iptables is None else "tfo-delay is not built"
         if choice == "nfqueue":
-            raise UserError(f"--backend nfqueue: {missing}",
-                            "install iptables (apt-get install iptables) or reinstall tfolab")
-        raise UserError(f"no delay backend: netem is missing and {missing}",
-                        "install iptables, or use --backend none --delay 0")
+            raise UserError(
+                f"--backend nfqueue: {missing}",
+                "install iptables (apt-get install iptables) or reinstall tfolab",
+            )
+        raise UserError(
+            f"no delay backend: netem is missing and {missing}",
+            "install iptables, or use --backend none --delay 0",
+        )
     return _install_nfqueue(delay_ms, iptables, delayer)
 
 
@@ -141,8 +176,10 @@ def _install_nfqueue(delay_ms: float, iptables: str, delayer: str) -> InstalledD
     if ready != "READY":
         process.kill()
         _, err = process.communicate(timeout=5)
-        raise UserError(f"the NFQUEUE delayer did not start: {err.strip() or 'no output'}",
-                        "run `tfolab doctor` to see what this machine supports")
+        raise UserError(
+            f"the NFQUEUE delayer did not start: {err.strip() or 'no output'}",
+            "run `tfolab doctor` to see what this machine supports",
+        )
     installed = InstalledDelay("nfqueue", delay_ms, delayer=process)
     try:
         _run(nfqueue_rule_args(iptables=iptables), "iptables")
@@ -156,5 +193,7 @@ def _install_nfqueue(delay_ms: float, iptables: str, delayer: str) -> InstalledD
 def _run(args: list[str], what: str) -> None:
     result = subprocess.run(args, capture_output=True, text=True, timeout=10)
     if result.returncode != 0:
-        raise UserError(f"{what} failed: {result.stderr.strip() or result.returncode}",
-                        "run `tfolab doctor` to see what this machine supports")
+        raise UserError(
+            f"{what} failed: {result.stderr.strip() or result.returncode}",
+            "run `tfolab doctor` to see what this machine supports",
+        )

@@ -58,13 +58,17 @@ def counter_deltas(before: dict[str, int], after: dict[str, int]) -> dict[str, i
     """The lab's counters that moved, plus the Fast Open ones (shown even at 0)."""
     deltas = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     shown = {name: deltas.get(name, 0) for name in FASTOPEN_COUNTERS if name in after}
-    shown.update({name: value for name, value in deltas.items() if value and name in DELACK_COUNTERS})
+    shown.update(
+        {name: value for name, value in deltas.items() if value and name in DELACK_COUNTERS}
+    )
     return shown
 
 
 def flush_cookie_cache() -> None:
     """Forget every cached TFO cookie (tcp_metrics) in this namespace."""
-    subprocess.run(["ip", "tcp_metrics", "flush", "all"], check=False, capture_output=True, timeout=5)
+    subprocess.run(
+        ["ip", "tcp_metrics", "flush", "all"], check=False, capture_output=True, timeout=5
+    )
 
 
 def random_fastopen_key() -> str:

@@ -30,15 +30,21 @@ class Job:
     scenarios: tuple[JobScenario, ...]
 
     def to_json(self) -> str:
-        return json.dumps({
-            "lab": self.lab,
-            "delay_ms": self.delay_ms,
-            "backend": self.backend,
-            "scenarios": [
-                {"name": s.name, "iterations": s.iterations, "config": dataclasses.asdict(s.config)}
-                for s in self.scenarios
-            ],
-        })
+        return json.dumps(
+            {
+                "lab": self.lab,
+                "delay_ms": self.delay_ms,
+                "backend": self.backend,
+                "scenarios": [
+                    {
+                        "name": s.name,
+                        "iterations": s.iterations,
+                        "config": dataclasses.asdict(s.config),
+                    }
+                    for s in self.scenarios
+                ],
+            }
+        )
 
     @staticmethod
     def from_json(text: str) -> Job:

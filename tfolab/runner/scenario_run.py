@@ -94,7 +94,9 @@ def run_scenario(
         if config.fresh_connection_each_iteration:
             for i in range(1, scenario.iterations + 1):
                 if config.rotate_key_before_iteration == i:
-                    netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
+                    netstack.write_sysctl(
+                        "net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key()
+                    )
                     emit("note", scenario=scenario.name, text=f"server TFO key changed before {i}")
                 samples = native.run_client(client_options(config, server.port, 1))
                 _check(samples, f"iteration {i}")
@@ -110,7 +112,9 @@ def run_scenario(
     emit("counters", scenario=scenario.name, counters=netstack.counter_deltas(before, after))
 
 
-def _emit_sample(emit: Emit, name: str, i: int, config: ScenarioConfig, sample: native.Sample) -> None:
+def _emit_sample(
+    emit: Emit, name: str, i: int, config: ScenarioConfig, sample: native.Sample
+) -> None:
     emit(
         "iteration",
         scenario=name,

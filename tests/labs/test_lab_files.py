@@ -1,0 +1,98 @@
+"""The lab files load, and a broken one names the file, the line and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tfolab.errors import UserError
+from tfolab.labs import find_lab, load_lab_file, load_labs
+
+EXPECTED = {
+    "handshake": ["plain"],
+    "fastopen": [
+        "cookie-request",
+        "cookie",
+        "plain",
+        "invalid-cookie",
+        "server-off",
+        "large-data",
+        "no-cookie",
+    ],
+    "delack": ["nagle", "nodelay", "single-write", "cork", "quickack"],
+}
+
+
+def test_every_lab_and_scenario_is_there() -> None:
+    labs = {lab.name: [s.name for s in lab.scenarios] for lab in load_labs()}
+    assert labs == EXPECTED
+
+
+def test_every_lab_has_a_guide_with_questions() -> None:
+    for lab in load_labs():
+        text = lab.guide_text()
+        assert "## Questions" in text, lab.name
+        assert "Answer" in text, lab.name
+
+
+def test_settings_reach_the_config() -> None:
+    fastopen = find_lab("fastopen")
+    invalid = fastopen.scenario("invalid-cookie")
+    assert invalid.config.client_fastopen == "sendto"
+    assert invalid.config.rotate_key_before_iteration == 1
+    assert invalid.config.cookie_cache == "warm"
+    assert fastopen.scenario("no-cookie").config.fastopen_sysctl == 0x207
+    assert find_lab("delack").scenario("quickack").config.server_quickack
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "broken.toml"
+    path.write_text(text)
+    return path
+
+
+GOOD_HEAD = '[lab]\nname = "x"\ntitle = "X"\n\n[[scenario]]\nname = "a"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        (GOOD_HEAD + "nodelay = maybe\n", 7, "Invalid value"),
+        (GOOD_HEAD + 'nodelay = "maybe"\n', 7, "wants true or false"),
+        (GOOD_HEAD + "warp_speed = 9\n", 7, "unknown setting 'warp_speed'"),
+        (GOOD_HEAD + "iterations = 0\n", 7, "iterations must be"),
+        (GOOD_HEAD + 'pattern = "rrr"\n', 7, "wants one of rr, wwr"),
+        ('[lab]\nname = "x"\n', None, "no [[scenario]] tables"),
+        ('[lab]\ncolour = "red"\nname = "x"\n', 2, "unknown key 'colour'"),
+    ],
+)
+def test_broken_lab_file_names_file_line_and_problem(
+    tmp_path: Path, text: str, line: int | None, problem: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as caught:
+        load_lab_file(path)
+    message = caught.value.reason
+    assert str(path) in message
+    if line is not None:
+        assert f":{line}" in message
+    assert problem in message
+
+
+def test_cli_reports_broken_lab_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    write(tmp_path, GOOD_HEAD + "warp_speed = 9\n")
+    env = {"TFOLAB_LABS_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tfolab", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert "broken.toml:7" in done.stderr and "warp_speed" in done.stderr

@@ -1,0 +1,132 @@
+"""The host is exactly as it was after lab runs, and after SIGKILL mid-run.
+
+Checked: named namespaces, iptables rules (nft and legacy), lo's qdisc, lo's
+state and MTU, the host's TCP sysctls and TFO cookie cache, and every process
+the run started (server, delayer) together with the namespace they held.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LabMachine, run_tfolab
+
+SYSCTLS = ("tcp_fastopen", "tcp_fastopen_key", "tcp_autocorking", "tcp_pingpong_thresh")
+
+
+def _out(*args: str) -> str:
+    if shutil.which(args[0]) is None:
+        return f"{args[0]}: not installed"
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=20).stdout
+
+
+def host_state() -> dict[str, str]:
+    state = {
+        "named namespaces": _out("ip", "netns", "list"),
+        "iptables": _out("iptables", "-S"),
+        "iptables-legacy": _out("iptables-legacy", "-S"),
+        "lo qdisc": _out("tc", "qdisc", "show", "dev", "lo"),
+        "lo link": _out("ip", "link", "show", "lo"),
+        "tcp_metrics": _out("ip", "tcp_metrics", "show"),
+    }
+    for name in SYSCTLS:
+        path = Path("/proc/sys/net/ipv4") / name
+        state[name] = path.read_text() if path.exists() else "absent"
+    return state
+
+
+def descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def netns_of(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
+def holders_of(namespaces: set[str]) -> list[int]:
+    holders = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and netns_of(int(entry.name)) in namespaces:
+            holders.append(int(entry.name))
+    return holders
+
+
+def wait_for(predicate, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_runs_leave_the_host_unchanged(delaying_machine: LabMachine) -> None:
+    before = host_state()
+    for lab in ("handshake", "fastopen", "delack"):
+        done = run_tfolab("run", lab, "--delay", "2", "--iterations", "2", "--json")
+        assert done.returncode in (0, 1), done.stderr
+    assert host_state() == before
+
+
+@pytest.mark.parametrize("victim", ["runner", "tfolab"])
+def test_sigkill_mid_run_leaves_nothing_behind(delaying_machine: LabMachine, victim: str) -> None:
+    before = host_state()
+    host_netns = netns_of(os.getpid())
+    top = subprocess.Popen(
+        [sys.executable, "-m", "tfolab", "run", "delack", "--delay", "10", "--iterations", "60"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert top.stderr is not None
+        started = top.stderr.readline()  # "lab network ready ..." once the server is up
+        assert "lab network ready" in started, started
+        family = descendants(top.pid)
+        runner = min(family)
+        namespaces = {ns for pid in family if (ns := netns_of(pid)) and ns != host_netns}
+        assert namespaces, "the run's processes should live in a namespace of their own"
+        names = {
+            Path(f"/proc/{p}/comm").read_text().strip()
+            for p in family
+            if Path(f"/proc/{p}").exists()
+        }
+        assert {"tfo-echo-server", "tfo-delay"} & names
+        os.kill(runner if victim == "runner" else top.pid, signal.SIGKILL)
+        assert wait_for(
+            lambda: (
+                not any(
+                    Path(f"/proc/{p}").exists()
+                    and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"
+                    for p in family
+                )
+            )
+        ), "a lab process outlived the kill"
+        assert wait_for(lambda: not holders_of(namespaces)), "the lab namespace is still held"
+    finally:
+        top.kill()
+        top.wait(timeout=10)
+    assert host_state() == before

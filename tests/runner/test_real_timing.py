@@ -1,0 +1,56 @@
+"""Real runs through the runner at D = 5, 10 and 25 ms one way (issue: lab network).
+
+connect() returns at 2D and the first response byte arrives at 4D (within 1 ms
+and 1.5 ms); a repeat TFO connection answers at 2D. These use whatever delay
+backend `auto` picks here (NFQUEUE on kernels without netem).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import LabMachine, run_tfolab
+
+
+@pytest.mark.parametrize("delay_ms", [5, 10, 25])
+def test_handshake_connect_at_2d_first_byte_at_4d(
+    delaying_machine: LabMachine, delay_ms: int
+) -> None:
+    done = run_tfolab("run", "handshake", "--delay", str(delay_ms), "--iterations", "3", "--json")
+    assert done.returncode in (0, 1), done.stderr
+    result = json.loads(done.stdout)
+    assert result["backend"] == delaying_machine.delay_backend
+    assert result["delay_ms"] == delay_ms
+    for iteration in result["scenarios"][0]["iterations"]:
+        assert iteration["connect_ms"] == pytest.approx(2 * delay_ms, abs=1.0)
+        assert iteration["measured_ms"] == pytest.approx(4 * delay_ms, abs=1.5)
+
+
+@pytest.mark.parametrize("delay_ms", [5, 10, 25])
+def test_tfo_repeat_connection_answers_at_2d(delaying_machine: LabMachine, delay_ms: int) -> None:
+    done = run_tfolab(
+        "run",
+        "fastopen",
+        "--scenario",
+        "cookie",
+        "--delay",
+        str(delay_ms),
+        "--iterations",
+        "2",
+        "--json",
+    )
+    assert done.returncode in (0, 1), done.stderr
+    scenario = json.loads(done.stdout)["scenarios"][0]
+    for iteration in scenario["iterations"]:
+        assert iteration["measured_ms"] == pytest.approx(2 * delay_ms, abs=1.5)
+    assert scenario["counters"]["TCPFastOpenActive"] == 2
+    assert scenario["counters"]["TCPFastOpenPassive"] == 2
+
+
+def test_setup_time_is_reported(delaying_machine: LabMachine) -> None:
+    done = run_tfolab("run", "handshake", "--delay", "1", "--iterations", "1", "--json")
+    result = json.loads(done.stdout)
+    assert 0 < result["setup_ms"] < 5000
+    assert result["kernel"]

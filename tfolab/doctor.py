@@ -1,0 +1,181 @@
+"""`tfolab doctor`: what this machine can do, each check with its one-line fix.
+
+Rules: it never changes the host. Namespace, netem and NFQUEUE are tried in a
+throwaway namespace owned by a probe process (tfolab/runner/probe.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from importlib import metadata
+
+from tfolab import kernel, native
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def run_probe() -> dict[str, object]:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tfolab.runner.probe"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        return json.loads(done.stdout or "{}")
+    except (subprocess.TimeoutExpired, json.JSONDecodeError) as err:
+        return {"namespace_error": f"probe failed: {err}"}
+
+
+def checks() -> list[Check]:
+    found: list[Check] = []
+    is_linux = platform.system() == "Linux"
+    found.append(
+        Check(
+            "linux",
+            is_linux,
+            f"{platform.system()} {platform.release()}",
+            "" if is_linux else "real runs need Linux; `tfolab simulate` works anywhere",
+        )
+    )
+    root = os.geteuid() == 0
+    found.append(Check("privileges", True, "root" if root else f"user {os.geteuid()} (not root)"))
+    probe = run_probe() if is_linux else {"namespace_error": "not Linux"}
+    ns_error = probe.get("namespace_error")
+    found.append(
+        Check(
+            "network namespace",
+            ns_error is None,
+            f"a fresh namespace works ({probe.get('namespace')})"
+            if ns_error is None
+            else str(ns_error),
+            "" if ns_error is None else "run with sudo, or allow unprivileged user namespaces",
+        )
+    )
+    netem_ok, netem_why = probe.get("netem", [False, "not tried (no namespace)"])  # type: ignore[misc]
+    found.append(
+        Check(
+            "netem",
+            bool(netem_ok),
+            str(netem_why),
+            ""
+            if netem_ok
+            else "load sch_netem (modprobe sch_netem) or use the bundled NFQUEUE delayer",
+        )
+    )
+    nfq_ok, nfq_why = probe.get("nfqueue", [False, "not tried (no namespace)"])  # type: ignore[misc]
+    found.append(
+        Check(
+            "nfqueue delayer",
+            bool(nfq_ok),
+            str(nfq_why),
+            ""
+            if nfq_ok
+            else "install iptables (apt-get install iptables) and reinstall "
+            "tfolab so tfo-delay is built",
+        )
+    )
+    backend = "netem" if netem_ok else "nfqueue" if nfq_ok else "none"
+    found.append(
+        Check(
+            "delay backend (auto)",
+            backend != "none",
+            f"{backend} will be used"
+            if backend != "none"
+            else "none: real runs only at --delay 0 with --backend none",
+            "" if backend != "none" else "install iptables or a kernel with netem",
+        )
+    )
+    fastopen = kernel.read_sysctl("net.ipv4.tcp_fastopen")
+    found.append(
+        Check(
+            "tcp_fastopen (host)",
+            fastopen is not None,
+            f"{fastopen} on the host; labs set their own value inside their namespace"
+            if fastopen is not None
+            else "net.ipv4.tcp_fastopen not found",
+            "" if fastopen is not None else "a kernel with TCP Fast Open (Linux 3.7+)",
+        )
+    )
+    hz, source = kernel.kernel_hz()
+    found.append(
+        Check("kernel HZ", True, f"{hz} (from {source}); the model uses it for timer ticks")
+    )
+    found.append(_native_check())
+    for tool in ("ip", "tc"):
+        path = shutil.which(tool)
+        found.append(
+            Check(
+                tool,
+                path is not None,
+                path or "not found",
+                "" if path else "install iproute2 (apt-get install iproute2)",
+            )
+        )
+    found.append(Check("python", True, platform.python_version()))
+    textual = _version("textual")
+    found.append(
+        Check(
+            "textual",
+            textual is not None,
+            textual or "not installed",
+            "" if textual else "pip install textual (or reinstall tfolab)",
+        )
+    )
+    return found
+
+
+def _native_check() -> Check:
+    try:
+        library = native.library_path()
+        native.load_library()
+        for name in ("tfo-echo-server", "tfo-echo-client", "tfo-delay"):
+            native.executable_path(name)
+    except native.NativeError as err:
+        return Check("native parts", False, str(err), "reinstall: pip install -e .")
+    return Check(
+        "native parts",
+        True,
+        f"libtfolab.so, tfo-echo-server, tfo-echo-client, tfo-delay in {library.parent}",
+    )
+
+
+def report_text(found: list[Check]) -> str:
+    width = max(len(c.name) for c in found)
+    lines = ["tfolab doctor: what this machine can do", ""]
+    for check in found:
+        mark = "ok     " if check.ok else "missing"
+        lines.append(f"  {mark}  {check.name.ljust(width)}  {check.detail}")
+        if check.fix:
+            lines.append(f"  {'':7}  {'':{width}}  fix: {check.fix}")
+    can_run = all(c.ok for c in found if c.name in ("linux", "network namespace", "native parts"))
+    lines.append("")
+    lines.append(
+        "real runs: possible"
+        if can_run
+        else "real runs: not possible here; `tfolab simulate` and the UI's model still work"
+    )
+    return "\n".join(lines)
+
+
+def report_json(found: list[Check]) -> str:
+    return json.dumps({"checks": [asdict(c) for c in found]}, indent=2)

@@ -1,0 +1,249 @@
+"""A lab run: the model's prediction beside every measurement.
+
+This joins the layers for the CLI and the UI: it plans the scenarios of a lab
+(with --set overrides), asks the model for predictions, streams a real run
+through the runner and grades every measurement against its band.
+
+Rules: no printing and no UI here; callers get typed results and callbacks.
+Results serialise to the JSON shape of DESIGN.md's contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfolab import kernel
+from tfolab.errors import UserError
+from tfolab.labs import Lab
+from tfolab.model import Accuracy, Simulation, simulate
+from tfolab.model.scenario import ScenarioConfig, SettingError
+from tfolab.runner.client import RunnerEvent, stream_events
+from tfolab.runner.delay import PER_PACKET_ERROR_MS
+from tfolab.runner.protocol import Job, JobScenario
+
+MAX_DELAY_MS = 1000.0
+MAX_ITERATIONS = 200
+
+
+@dataclass(frozen=True)
+class PlannedScenario:
+    name: str
+    summary: str
+    iterations: int
+    config: ScenarioConfig
+
+
+@dataclass
+class Measurement:
+    i: int
+    measured_ms: float | None
+    predicted_ms: float
+    tolerance_ms: float
+    connect_ms: float | None = None  # connect()/sendto() return, measured (rr scenarios)
+
+    @property
+    def ok(self) -> bool | None:
+        if self.measured_ms is None:
+            return None
+        return abs(self.measured_ms - self.predicted_ms) <= self.tolerance_ms
+
+    @property
+    def off_by_ms(self) -> float:
+        """How far outside the band (0 inside it)."""
+        if self.measured_ms is None:
+            return 0.0
+        return max(0.0, abs(self.measured_ms - self.predicted_ms) - self.tolerance_ms)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"i": self.i}
+        if self.measured_ms is not None:
+            data["measured_ms"] = round(self.measured_ms, 3)
+        data["predicted_ms"] = round(self.predicted_ms, 3)
+        data["tolerance_ms"] = round(self.tolerance_ms, 3)
+        if self.measured_ms is not None:
+            data["ok"] = self.ok
+        if self.connect_ms is not None:
+            data["connect_ms"] = round(self.connect_ms, 3)
+        return data
+
+
+@dataclass
+class ScenarioResult:
+    planned: PlannedScenario
+    simulation: Simulation
+    measurements: list[Measurement]
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self, *, measured: bool) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.planned.name,
+            "iterations": [m.to_json() for m in self.measurements],
+        }
+        if measured:
+            data["counters"] = self.counters
+        data["predicted_counters"] = dict(self.simulation.counters)
+        data["timeline"] = [event.to_json() for event in self.simulation.events]
+        return data
+
+
+@dataclass
+class LabResult:
+    lab: str
+    delay_ms: float
+    backend: str
+    kernel: str
+    scenarios: list[ScenarioResult]
+    setup_ms: float | None = None
+    hz: int = kernel.DEFAULT_HZ
+    notes: list[str] = field(default_factory=list)
+    measured: bool = False
+
+    @property
+    def failures(self) -> list[tuple[str, Measurement]]:
+        return [
+            (s.planned.name, m) for s in self.scenarios for m in s.measurements if m.ok is False
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"lab": self.lab, "delay_ms": self.delay_ms}
+        if self.measured:
+            data |= {"backend": self.backend, "kernel": self.kernel, "setup_ms": self.setup_ms}
+        data["hz"] = self.hz
+        data["scenarios"] = [s.to_json(measured=self.measured) for s in self.scenarios]
+        return data
+
+
+def parse_delay(text: str) -> float:
+    """The one-way delay in ms from '10', '2.5' or '10ms'; UserError otherwise."""
+    raw = text.strip().lower().removesuffix("ms").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UserError(
+            f"invalid delay {text!r}",
+            "give the one-way delay in milliseconds, e.g. --delay 10",
+        ) from None
+    if not 0 <= value <= MAX_DELAY_MS or value != value:
+        raise UserError(
+            f"delay {text!r} is out of range",
+            f"give a one-way delay from 0 to {MAX_DELAY_MS:g} ms, e.g. --delay 10",
+        )
+    return value
+
+
+def parse_set_options(pairs: list[str]) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set {pair!r} is not KEY=VALUE", "e.g. --set nodelay=true")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def plan(
+    lab: Lab,
+    scenario: str | None = None,
+    iterations: int | None = None,
+    settings: dict[str, str] | None = None,
+) -> list[PlannedScenario]:
+    chosen = [lab.scenario(scenario)] if scenario else list(lab.scenarios)
+    if iterations is not None and not 1 <= iterations <= MAX_ITERATIONS:
+        raise UserError(f"--iterations {iterations} is out of range", f"give 1 to {MAX_ITERATIONS}")
+    planned = []
+    for lab_scenario in chosen:
+        try:
+            config = lab_scenario.config.with_settings(settings or {})
+        except SettingError as err:
+            raise UserError(str(err), "see `tfolab list` and the lab's guide") from None
+        planned.append(
+            PlannedScenario(
+                lab_scenario.name,
+                lab_scenario.summary,
+                iterations or lab_scenario.iterations,
+                config,
+            )
+        )
+    return planned
+
+
+def accuracy_for(backend: str) -> Accuracy:
+    return Accuracy(per_packet_delay_error_ms=PER_PACKET_ERROR_MS.get(backend, 0.2))
+
+
+def predict(
+    lab: Lab,
+    planned: list[PlannedScenario],
+    delay_ms: float,
+    *,
+    backend: str = "nfqueue",
+    hz: int | None = None,
+) -> LabResult:
+    """The model alone: every scenario simulated, no measurements."""
+    hz = hz or kernel.kernel_hz()[0]
+    scenarios = []
+    for p in planned:
+        try:
+            sim = simulate(
+                p.config,
+                one_way_delay_ms=delay_ms,
+                iterations=p.iterations,
+                hz=hz,
+                accuracy=accuracy_for(backend),
+            )
+        except ValueError as err:
+            raise UserError(f"scenario {p.name}: {err}", "check --delay and --set values") from None
+        measurements = [
+            Measurement(pred.i, None, pred.predicted_ms, pred.tolerance_ms)
+            for pred in sim.predictions
+        ]
+        scenarios.append(ScenarioResult(p, sim, measurements))
+    return LabResult(lab.name, delay_ms, backend, kernel.kernel_release(), scenarios, hz=hz)
+
+
+async def run(
+    lab: Lab,
+    planned: list[PlannedScenario],
+    delay_ms: float,
+    backend: str,
+    on_event: Callable[[RunnerEvent], None] | None = None,
+) -> LabResult:
+    """Run the lab for real and grade every measurement against the model's band."""
+    job = Job(
+        lab.name,
+        delay_ms,
+        backend,
+        tuple(JobScenario(p.name, p.iterations, p.config) for p in planned),
+    )
+    result: LabResult | None = None
+    by_name: dict[str, ScenarioResult] = {}
+    async for event in stream_events(job):
+        kind = event.get("event")
+        if kind == "error":
+            raise UserError(str(event.get("reason")), str(event.get("fix", "")))
+        if kind == "setup":
+            # The delay that really ran: backend "none" adds nothing whatever was asked.
+            applied_ms = float(event.get("delay_ms", delay_ms))
+            result = predict(lab, planned, applied_ms, backend=str(event["backend"]))
+            result.measured = True
+            result.setup_ms = float(event["setup_ms"])
+            result.kernel = str(event.get("kernel", result.kernel))
+            result.notes = list(event.get("notes", []))
+            by_name = {s.planned.name: s for s in result.scenarios}
+        elif kind == "iteration" and event["scenario"] in by_name:
+            scenario = by_name[event["scenario"]]
+            index = int(event["i"]) - 1
+            if 0 <= index < len(scenario.measurements):
+                measurement = scenario.measurements[index]
+                measurement.measured_ms = float(event["measured_ms"])
+                if scenario.planned.config.pattern == "rr":
+                    measurement.connect_ms = float(event["connect_ms"])
+        elif kind == "counters" and event["scenario"] in by_name:
+            by_name[event["scenario"]].counters = dict(event["counters"])
+        if on_event is not None:
+            on_event(event)
+    if result is None:
+        raise UserError("the runner reported no setup", "run `tfolab doctor`")
+    return result

@@ -1,0 +1,67 @@
+"""The parent side: start a runner process and stream its events, asyncio style.
+
+Rules: no privileges or namespaces here: this is ordinary user-space code that
+spawns `python -m tfolab.runner`, feeds it a Job and yields its JSON-line events.
+Leaving the `async for` early, an exception or a cancellation kills the runner;
+everything it started dies with it (see tfolab/runner/__main__.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from tfolab.runner.protocol import Job
+
+RunnerEvent = dict[str, Any]
+
+
+async def stream_events(job: Job, *, timeout_s: float = 600.0) -> AsyncIterator[RunnerEvent]:
+    """Yield the runner's events; the last one is "done" or "error"."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tfolab.runner",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    finished = False
+    try:
+        process.stdin.write(job.to_json().encode())
+        await process.stdin.drain()
+        process.stdin.close()
+        async with asyncio.timeout(timeout_s):
+            async for raw in process.stdout:
+                line = raw.decode(errors="replace").strip()
+                if not line:
+                    continue
+                event = json.loads(line)
+                yield event
+                if event.get("event") in ("done", "error"):
+                    finished = True
+        if not finished:
+            stderr = (
+                (await process.stderr.read()).decode(errors="replace") if process.stderr else ""
+            )
+            await process.wait()
+            yield {
+                "event": "error",
+                "reason": f"the runner stopped unexpectedly (exit {process.returncode}): "
+                + (stderr.strip().splitlines() or ["no message"])[-1],
+                "fix": "run `tfolab doctor`, and report this if it persists",
+            }
+    finally:
+        if finished:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 3)
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(process.wait(), 5)

@@ -1,0 +1,40 @@
+"""`python -m tfolab.runner.probe`: what a lab namespace can do on this machine.
+
+Rules: runs in a process of its own, enters a throwaway namespace exactly as the
+runner does, tries netem and NFQUEUE there, prints one JSON object and exits;
+the namespace, rule, qdisc and delayer vanish with it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tfolab import native
+from tfolab.errors import UserError
+from tfolab.runner import netns
+from tfolab.runner.delay import iptables_command, netem_works, nfqueue_works
+
+
+def probe() -> dict[str, object]:
+    report: dict[str, object] = {}
+    netns.die_with_parent()
+    try:
+        report["namespace"] = netns.enter_new_netns()
+        netns.set_loopback(True)
+    except (UserError, OSError) as err:
+        report["namespace_error"] = err.reason if isinstance(err, UserError) else str(err)
+        return report
+    report["netem"] = list(netem_works())
+    try:
+        delayer: str | None = str(native.executable_path("tfo-delay"))
+    except native.NativeError:
+        delayer = None
+    report["iptables"] = iptables_command()
+    report["nfqueue"] = list(nfqueue_works(delayer))
+    return report
+
+
+if __name__ == "__main__":
+    print(json.dumps(probe()))
+    sys.exit(0)
