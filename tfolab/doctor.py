@@ -118,7 +118,7 @@ def checks() -> list[Check]:
     )
     hz, source = kernel.kernel_hz()
     found.append(
-        Check("kernel HZ", True, f"{hz} (from {source}); the model uses it for timer ticks")
+        Check("kernel HZ", True, f"{hz} ({source}); the model uses it for timer ticks")
     )
     found.append(_native_check())
     for tool in ("ip", "tc"):

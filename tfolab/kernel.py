@@ -34,8 +34,8 @@ def kernel_hz() -> tuple[int, str]:
         )
         match = re.search(r"^CONFIG_HZ=(\d+)$", text, re.MULTILINE)
         if match:
-            return int(match.group(1)), str(path)
-    return DEFAULT_HZ, "default (kernel config not readable)"
+            return int(match.group(1)), f"read from {path}"
+    return DEFAULT_HZ, "assumed: the kernel config is not readable here"
 
 
 def read_sysctl(name: str) -> str | None:

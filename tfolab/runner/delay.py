@@ -108,7 +108,8 @@ def netem_works() -> tuple[bool, str]:
         return False, "tc (iproute2) is not installed"
     probe = subprocess.run(netem_args(1.0), capture_output=True, text=True, timeout=10)
     if probe.returncode != 0:
-        return False, (probe.stderr.strip().splitlines() or ["tc failed"])[-1]
+        said = (probe.stderr.strip().splitlines() or ["tc failed"])[-1].removeprefix("Error: ")
+        return False, f"this kernel has no usable netem qdisc (tc: {said})"
     subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
     return True, "tc qdisc netem works"
 
