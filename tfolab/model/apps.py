@@ -1,0 +1,348 @@
+"""The application scripts: the measuring client and the line-mode echo server.
+
+Rules (they mirror native/src/lib/client.c and server.c):
+- The client is blocking. rr: connect()+write() (or sendto(MSG_FASTOPEN), or
+  TCP_FASTOPEN_CONNECT then connect()+write()), read the whole response,
+  close(). wwr: connect(), then per round [TCP_CORK on] write(first,
+  [MSG_MORE]) write(second) [TCP_CORK off] (or one write), read the echo.
+- The server is epoll-driven: when a connection is readable it optionally sets
+  TCP_QUICKACK, makes one recv() of everything queued, and sends back every
+  complete line; on end of file it closes.
+- Applications take no time: they run at the instant the kernel wakes them,
+  after the kernel has finished with the segment that woke them.
+- The client records each iteration's headline start and end events:
+  rr: connect()/sendto() -> first response byte (later rounds on a kept
+  connection: write -> first byte); wwr: first write -> last byte of the echo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tfolab.model.endpoint import TcpEndpoint
+from tfolab.model.fastopen import CookieCache, plan_client_syn
+from tfolab.model.scenario import ScenarioConfig
+
+
+def line_bytes(length: int, tag: int) -> bytes:
+    """A recognisable line of `length` bytes ending in '\\n' (tag picks the letters)."""
+    body = bytes(65 + (tag + k) % 26 for k in range(length - 1))
+    return body + b"\n"
+
+
+@dataclass
+class Headline:
+    start_id: int | None = None
+    end_id: int | None = None
+
+
+@dataclass
+class ClientScript:
+    ep: TcpEndpoint
+    config: ScenarioConfig
+    cache: CookieCache
+    rounds: list[int]  # the iteration numbers this connection runs (0 = warm-up)
+    headlines: dict[int, Headline]
+    on_done: Callable[[int, int | None], None]
+    on_round: Callable[[int], None]
+    state: str = "idle"
+    round_index: int = 0
+    expected: bytes = b""
+    got: int = 0
+    done: bool = False
+    sent_lines: list[bytes] = field(default_factory=list)
+
+    @property
+    def iteration(self) -> int:
+        return self.rounds[self.round_index]
+
+    def call(self, now: int, call: str, detail: str, why: str, caused_by: int | None) -> int:
+        return self.ep.env.recorder.app(
+            now,
+            iteration=self.ep.iteration,
+            connection=self.ep.connection,
+            side="client",
+            call=call,
+            detail=detail,
+            explanation=why,
+            cause="the client script",
+            caused_by=caused_by,
+        ).id
+
+    def headline(self) -> Headline:
+        return self.headlines.setdefault(self.iteration, Headline())
+
+    def start(self, now: int, caused_by: int | None) -> None:
+        cfg = self.config
+        self.on_round(self.iteration)
+        if cfg.pattern == "wwr" or cfg.client_fastopen == "off":
+            plan = plan_client_syn(
+                sysctl=cfg.fastopen_sysctl,
+                cache=self.cache,
+                request_bytes=cfg.request_bytes,
+                mtu=cfg.mtu,
+                use_fastopen=False,
+            )
+            event = self.call(
+                now, "connect", "blocking", "connect(): send a SYN, wait for the SYN-ACK", caused_by
+            )
+            self._first_start(event)
+            self.ep.connect(now, plan, self.cache, write_pending=False, caused_by=event)
+            self.state = "connecting"
+            return
+        request = self._next_request()
+        plan = plan_client_syn(
+            sysctl=cfg.fastopen_sysctl,
+            cache=self.cache,
+            request_bytes=len(request),
+            mtu=cfg.mtu,
+            use_fastopen=True,
+        )
+        if cfg.client_fastopen == "sendto":
+            event = self.call(
+                now,
+                "sendto",
+                f"{len(request)} B, MSG_FASTOPEN",
+                "sendto(MSG_FASTOPEN): connect + send in one call; blocks until the handshake ends",
+                caused_by,
+            )
+            self._first_start(event)
+            self.ep.app_write(now, request, "request", caused_by=event)
+            self.ep.connect(now, plan, self.cache, write_pending=True, caused_by=event)
+            self.state = "connecting"
+            return
+        opt = self.call(
+            now,
+            "setsockopt",
+            "TCP_FASTOPEN_CONNECT",
+            "the next connect() may defer its SYN",
+            caused_by,
+        )
+        if plan.data_bytes > 0:
+            event = self.call(
+                now,
+                "connect",
+                "returns at once",
+                "a cookie is cached: connect() returns without a SYN",
+                opt,
+            )
+            self._first_start(event)
+            write = self.call(
+                now, "write", f"{len(request)} B", "the first write sends the SYN with data", event
+            )
+            self.ep.app_write(now, request, "request", caused_by=write)
+            self.ep.connect(now, plan, self.cache, write_pending=True, caused_by=write)
+        else:
+            event = self.call(
+                now,
+                "connect",
+                "blocking",
+                "no cookie yet: connect() sends a SYN asking for one",
+                opt,
+            )
+            self._first_start(event)
+            self.ep.connect(now, plan, self.cache, write_pending=False, caused_by=event)
+            self.sent_lines.pop()
+        self.state = "connecting"
+
+    def _first_start(self, event_id: int) -> None:
+        if self.config.pattern == "rr":
+            self.headline().start_id = event_id
+
+    def _next_request(self) -> bytes:
+        line = line_bytes(self.config.request_bytes, self.iteration + 3 * len(self.sent_lines))
+        self.sent_lines.append(line)
+        self.expected = line
+        self.got = 0
+        return line
+
+    def wake(self, now: int, caused_by: int | None) -> None:
+        if self.state == "connecting" and self.ep.state not in ("SYN_SENT", "CLOSED"):
+            self._connected(now, caused_by)
+        if self.state == "reading":
+            self._read(now, caused_by)
+
+    def _connected(self, now: int, caused_by: int | None) -> None:
+        cfg = self.config
+        self.state = "reading"
+        if cfg.pattern == "wwr":
+            self.call(
+                now, "connect", "returns", "connect() returns: the handshake is done", caused_by
+            )
+            self._round(now, caused_by)
+            return
+        if self.ep.syn_data or (cfg.client_fastopen != "off" and self.ep.write_pending):
+            if self.ep.unsent:
+                self.ep.push(
+                    now,
+                    cause="sendto() continues with the rest after the handshake",
+                    caused_by=caused_by,
+                )
+            call = "sendto" if cfg.client_fastopen == "sendto" else "write"
+            self.call(now, call, "returns", f"{call}() returns: the handshake is done", caused_by)
+            return
+        ret = self.call(
+            now, "connect", "returns", "connect() returns after SYN -> SYN-ACK (2D)", caused_by
+        )
+        request = self._next_request()
+        write = self.call(
+            now, "write", f"{len(request)} B", "the request goes after the handshake", ret
+        )
+        self.ep.app_write(now, request, "request", caused_by=write)
+
+    def _round(self, now: int, caused_by: int | None) -> None:
+        cfg = self.config
+        self.ep.iteration = self.iteration
+        self.on_round(self.iteration)
+        if cfg.pattern == "rr":
+            request = self._next_request()
+            write = self.call(
+                now,
+                "write",
+                f"{len(request)} B",
+                "the next request on the same connection",
+                caused_by,
+            )
+            self.headline().start_id = write
+            self.ep.app_write(now, request, "request", caused_by=write)
+            return
+        line = line_bytes(cfg.first_write_bytes + cfg.second_write_bytes, self.iteration)
+        self.sent_lines.append(line)
+        self.expected, self.got = line, 0
+        first, second = line[: cfg.first_write_bytes], line[cfg.first_write_bytes :]
+        previous = caused_by
+        if cfg.cork:
+            previous = self.call(
+                now, "setsockopt", "TCP_CORK 1", "cork: hold partial segments", previous
+            )
+            self.headline().start_id = previous
+            self.ep.set_cork(now, True, previous)
+        if cfg.single_write:
+            previous = self.call(
+                now, "write", f"{len(line)} B", "one write of the whole line", previous
+            )
+            self.headline().start_id = self.headline().start_id or previous
+            self.ep.app_write(now, line, "line", caused_by=previous)
+        else:
+            flag = ", MSG_MORE" if cfg.msg_more else ""
+            previous = self.call(
+                now, "write", f"{len(first)} B{flag}", "first write (no newline yet)", previous
+            )
+            self.headline().start_id = self.headline().start_id or previous
+            self.ep.app_write(now, first, "write 1", msg_more=cfg.msg_more, caused_by=previous)
+            previous = self.call(
+                now, "write", f"{len(second)} B", "second write, ends the line", previous
+            )
+            self.ep.app_write(now, second, "write 2", caused_by=previous)
+        if cfg.cork:
+            previous = self.call(
+                now, "setsockopt", "TCP_CORK 0", "uncork: send what is queued", previous
+            )
+            self.ep.set_cork(now, False, previous)
+
+    def _read(self, now: int, caused_by: int | None) -> None:
+        if not self.ep.rcv_buf:
+            return
+        before = self.got
+        data = self.ep.app_read(now, caused_by)
+        self.got += len(data)
+        detail = f"{len(data)} B"
+        if before == 0:
+            detail += ", first response byte"
+        if self.got >= len(self.expected):
+            detail += ", response complete"
+        event = self.call(now, "read", detail, "the client reads the response", caused_by)
+        headline = self.headline()
+        if self.config.pattern == "rr" and before == 0:
+            headline.end_id = event
+        if self.got < len(self.expected):
+            return
+        if self.config.pattern == "wwr":
+            headline.end_id = event
+        if self.round_index + 1 < len(self.rounds):
+            self.round_index += 1
+            self._round(now, event)
+            return
+        close = self.call(now, "close", "", "close(): the connection is done (FIN)", event)
+        self.ep.app_close(now, close)
+        self.state = "done"
+        self.done = True
+        self.on_done(now, close)
+
+
+@dataclass
+class ServerScript:
+    ep: TcpEndpoint
+    config: ScenarioConfig
+    accepted: bool = False
+    closed: bool = False
+    inbuf: bytearray = field(default_factory=bytearray)
+    waiting_note: bool = False
+
+    def call(self, now: int, call: str, detail: str, why: str, caused_by: int | None) -> int:
+        return self.ep.env.recorder.app(
+            now,
+            iteration=self.ep.iteration,
+            connection=self.ep.connection,
+            side="server",
+            call=call,
+            detail=detail,
+            explanation=why,
+            cause="the server's epoll loop",
+            caused_by=caused_by,
+        ).id
+
+    def wake(self, now: int, caused_by: int | None) -> None:
+        ep = self.ep
+        if self.closed:
+            return
+        if not self.accepted:
+            if not (ep.tfo_child or ep.state not in ("SYN_RECV", "CLOSED")):
+                return
+            self.accepted = True
+            why = (
+                "accept(): a Fast Open child, readable before the handshake ends"
+                if ep.tfo_child
+                else "accept(): the handshake is complete"
+            )
+            caused_by = self.call(now, "accept", "", why, caused_by)
+        if not ep.readable:
+            return
+        if self.config.server_quickack:
+            caused_by = self.call(
+                now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by
+            )
+            ep.set_quickack(now, caused_by)
+        if ep.rcv_buf:
+            data = ep.app_read(now, caused_by)
+            caused_by = self.call(
+                now, "read", f"{len(data)} B", "recv() of everything queued", caused_by
+            )
+            self.inbuf += data
+            self._answer(now, caused_by)
+        if ep.fin_received and not ep.rcv_buf:
+            eof = self.call(now, "read", "0 B (end of file)", "the client closed", caused_by)
+            close = self.call(now, "close", "", "the server closes its side", eof)
+            ep.app_close(now, close)
+            self.closed = True
+
+    def _answer(self, now: int, caused_by: int) -> None:
+        name = "echo" if self.config.pattern == "wwr" else "response"
+        while b"\n" in self.inbuf:
+            end = self.inbuf.index(b"\n") + 1
+            line = bytes(self.inbuf[:end])
+            del self.inbuf[:end]
+            self.waiting_note = False
+            write = self.call(
+                now, "write", f"{len(line)} B", f"a whole line arrived: send the {name}", caused_by
+            )
+            self.ep.app_write(now, line, name, caused_by=write)
+        if self.inbuf and not self.waiting_note:
+            self.waiting_note = True
+            self.ep.note(
+                now,
+                f"the line is not complete ({len(self.inbuf)} B, no newline yet): "
+                "the line-mode server waits for the rest before answering",
+                caused_by,
+            )

@@ -1,0 +1,107 @@
+"""Time in the model: integer nanoseconds, a jiffies clock and the timer wheel.
+
+Rules:
+- The loop's time is an integer number of nanoseconds, so arithmetic is exact
+  and the same input always gives the same timeline. Milliseconds (floats)
+  only appear at the edges (the API and the recorded events).
+- The kernel's timers run on jiffies: a counter that ticks HZ times a second.
+  The tick edges sit at `phase + k * tick`; the phase is unknowable on a real
+  machine, so it is a parameter (the predictions' tolerance covers it).
+  An event exactly on a tick edge sees the new jiffies value (the tick
+  interrupt ran first).
+- A timer armed to expire at jiffies value E fires on the tick where the
+  timer wheel's bucket for E comes due. `calc_index()` in kernel/time/timer.c
+  rounds up by one granule so a timer never fires early: on level 0 (under
+  63 jiffies away) that is E + 1. Hence a 40 ms delayed ACK armed at HZ=250
+  fires 40 < delta <= 44 ms after it was armed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NS_PER_SEC = 1_000_000_000
+NS_PER_MS = 1_000_000
+
+# kernel/time/timer.c: LVL_CLK_SHIFT = 3, LVL_BITS = 6
+_LVL_CLK_SHIFT = 3
+_LVL_BITS = 6
+
+
+def ms_to_ns(ms: float) -> int:
+    return round(ms * NS_PER_MS)
+
+
+@dataclass(frozen=True)
+class JiffyClock:
+    hz: int
+    phase_ns: int  # where the tick edges sit: phase + k * tick, 0 <= phase < tick
+
+    @property
+    def tick_ns(self) -> float:
+        return NS_PER_SEC / self.hz
+
+    @property
+    def tick_ms(self) -> float:
+        return 1000.0 / self.hz
+
+    def jiffies(self, t_ns: int) -> int:
+        """The jiffies counter at time t (exact integer arithmetic)."""
+        return ((t_ns - self.phase_ns) * self.hz) // NS_PER_SEC
+
+    def tick_time(self, jiffy: int) -> int:
+        """The instant the counter becomes `jiffy` (rounded up to a nanosecond)."""
+        return self.phase_ns + -((-jiffy * NS_PER_SEC) // self.hz)
+
+    def ms_to_jiffies(self, ms: float) -> int:
+        """msecs_to_jiffies(): rounds up."""
+        return -((-round(ms * NS_PER_MS) * self.hz) // NS_PER_SEC)
+
+    def ns_to_jiffies_up(self, t_ns: int) -> int:
+        """usecs_to_jiffies() of a duration: rounds up."""
+        return -((-t_ns * self.hz) // NS_PER_SEC)
+
+    def jiffies_to_ms(self, jiffies: int) -> float:
+        return jiffies * 1000.0 / self.hz
+
+    def timer_fires_at(self, expires: int, now_ns: int) -> int:
+        """When the timer wheel runs a timer set to expire at jiffies `expires`."""
+        now_j = self.jiffies(now_ns)
+        delta = max(expires - now_j, 0)
+        level = 0
+        while level < 8 and delta >= _level_start(level + 1):
+            level += 1
+        shift = level * _LVL_CLK_SHIFT
+        bucket = ((expires >> shift) + 1) << shift
+        return self.tick_time(bucket)
+
+
+def _level_start(level: int) -> int:
+    """LVL_START(n): the first delta (in jiffies) that lands on level n."""
+    if level == 0:
+        return 0
+    return ((1 << _LVL_BITS) - 1) << ((level - 1) * _LVL_CLK_SHIFT)
+
+
+@dataclass(frozen=True)
+class Link:
+    """Loopback with a one-way delay: every segment arrives exactly D after it leaves.
+
+    `delay_backend` says how the delay is made on the real machine:
+    - "netem": the qdisc orphans the queued skb, so its memory is no longer
+      charged to the sending socket while it waits (the reference behaviour).
+    - "nfqueue": the bundled delayer holds the skb in an NFQUEUE; it stays
+      charged to the socket until released D later, which lets autocorking
+      hold a following small write until then (TCP-NOTES, "Delay emulation").
+    - "none": no added delay backend (D should be 0); behaves like netem.
+    """
+
+    one_way_delay_ns: int
+    delay_backend: str = "netem"
+
+    def arrival(self, sent_ns: int) -> int:
+        return sent_ns + self.one_way_delay_ns
+
+    @property
+    def skb_charged_while_delayed(self) -> bool:
+        return self.delay_backend == "nfqueue"

@@ -1,0 +1,196 @@
+"""The timeline's events: segments on the wire, application calls, timers, notes.
+
+Rules:
+- Every event is a frozen dataclass with a unique, increasing `id`, the
+  `iteration` it belongs to (0 = connection setup or the unmeasured warm-up),
+  the `connection` it happened on (1-based, in the order connections opened),
+  a time in milliseconds (`time_ms`; for a segment, the time it left),
+  a one-line `explanation` a student can read, a readable `cause` and the id of
+  the event that caused it (`caused_by`, None for the start of a script).
+- `caused_by` always points to an earlier event; following it backwards from
+  a headline's end gives the critical path the predictions are built from.
+- `to_json()` gives plain JSON types and a "kind" key.
+- The Recorder is the only place ids are handed out; it converts the loop's
+  integer nanoseconds into milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Side = Literal["client", "server"]
+NS_PER_MS = 1_000_000
+
+
+def ns_to_ms(t_ns: int) -> float:
+    return t_ns / NS_PER_MS
+
+
+@dataclass(frozen=True)
+class CookieInfo:
+    """The TCP Fast Open option as it appears in a SYN or SYN-ACK."""
+
+    option_kind: int  # 34 (RFC 7413) or 254 (experimental, magic 0xF989)
+    length: int  # 0 = cookie request, 8 = a cookie
+    value_hex: str = ""  # the cookie bytes, "" for a request
+    key_generation: int = 0  # which server key made it (1 = the first key)
+
+    def describe(self) -> str:
+        kind = "" if self.option_kind == 34 else " (exp. kind 254)"
+        if self.length == 0:
+            return f"TFO cookie request{kind}"
+        return f"TFO cookie {self.length}B{kind}"
+
+
+@dataclass(frozen=True)
+class Segment:
+    id: int
+    iteration: int
+    connection: int
+    sent_ms: float
+    arrived_ms: float
+    sender: Side
+    flags: tuple[str, ...]
+    seq: int  # relative: the sender's ISN is 0
+    ack: int | None  # relative, None when the ACK flag is off
+    length: int  # payload bytes
+    options: tuple[str, ...]
+    cookie: CookieInfo | None
+    what: str  # what the segment carries, for explanations: "SYN+data", "request", "ACK"
+    explanation: str
+    cause: str
+    caused_by: int | None
+
+    @property
+    def time_ms(self) -> float:
+        return self.sent_ms
+
+    @property
+    def receiver(self) -> Side:
+        return "server" if self.sender == "client" else "client"
+
+    @property
+    def end_seq(self) -> int:
+        return self.seq + self.length + ("SYN" in self.flags) + ("FIN" in self.flags)
+
+    def label(self) -> str:
+        """Short text for a ladder arrow: 'SYN seq=0 len=16 TFO cookie'."""
+        parts = [",".join(self.flags), f"seq={self.seq}"]
+        if self.ack is not None:
+            parts.append(f"ack={self.ack}")
+        if self.length:
+            parts.append(f"len={self.length}")
+        if self.cookie is not None:
+            parts.append("TFO req" if self.cookie.length == 0 else "TFO cookie")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["kind"] = "segment"
+        data["flags"] = list(self.flags)
+        data["options"] = list(self.options)
+        data["label"] = self.label()
+        return data
+
+
+@dataclass(frozen=True)
+class AppCall:
+    id: int
+    iteration: int
+    connection: int
+    time_ms: float
+    side: Side
+    call: str  # connect, sendto, write, read, close, accept, setsockopt
+    detail: str
+    explanation: str
+    cause: str
+    caused_by: int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": "app", **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Timer:
+    id: int
+    iteration: int
+    connection: int
+    time_ms: float
+    side: Side
+    name: str  # "delack"
+    action: Literal["armed", "fired", "cancelled"]
+    deadline_ms: float
+    explanation: str
+    cause: str
+    caused_by: int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": "timer", **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Note:
+    id: int
+    iteration: int
+    connection: int
+    time_ms: float
+    side: Side | Literal["both"]
+    text: str
+    cause: str = ""
+    caused_by: int | None = None
+
+    @property
+    def explanation(self) -> str:
+        return self.text
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": "note", **asdict(self), "explanation": self.text}
+
+
+Event = Segment | AppCall | Timer | Note
+
+
+@dataclass
+class Recorder:
+    """Collects events in creation order and hands out their ids."""
+
+    events: list[Event] = field(default_factory=list)
+
+    def _id(self) -> int:
+        return len(self.events) + 1
+
+    def _add(self, event: Event) -> Event:
+        self.events.append(event)
+        return event
+
+    def segment(self, **kw: object) -> Segment:
+        kw["sent_ms"] = ns_to_ms(kw.pop("sent_ns"))  # type: ignore[arg-type]
+        kw["arrived_ms"] = ns_to_ms(kw.pop("arrived_ns"))  # type: ignore[arg-type]
+        event = Segment(id=self._id(), **kw)  # type: ignore[arg-type]
+        self._add(event)
+        return event
+
+    def app(self, t_ns: int, **kw: object) -> AppCall:
+        event = AppCall(id=self._id(), time_ms=ns_to_ms(t_ns), **kw)  # type: ignore[arg-type]
+        self._add(event)
+        return event
+
+    def timer(self, t_ns: int, deadline_ns: int, **kw: object) -> Timer:
+        event = Timer(
+            id=self._id(),
+            time_ms=ns_to_ms(t_ns),
+            deadline_ms=ns_to_ms(deadline_ns),
+            **kw,  # type: ignore[arg-type]
+        )
+        self._add(event)
+        return event
+
+    def note(self, t_ns: int, **kw: object) -> Note:
+        event = Note(id=self._id(), time_ms=ns_to_ms(t_ns), **kw)  # type: ignore[arg-type]
+        self._add(event)
+        return event
+
+    def timeline(self) -> tuple[Event, ...]:
+        """Time-ordered; events at the same instant keep their causal (creation) order."""
+        return tuple(sorted(self.events, key=lambda e: (e.time_ms, e.id)))

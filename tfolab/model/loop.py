@@ -1,0 +1,221 @@
+"""The discrete-event loop: connections, the listener, the link and the timers.
+
+Rules:
+- One priority queue of (time ns, insertion number, action). Equal times run
+  in insertion order, so the run is deterministic and causal: a segment sent
+  at t with D = 0 is still processed after everything that happened before it.
+- Time never goes back: the loop refuses an action scheduled in the past.
+- Segments are delivered exactly D after they leave (the link); timers are
+  the deadlines the endpoints report (watch_timer), checked lazily: a stale
+  deadline is ignored by the endpoint.
+- Iterations: rr on fresh connections runs one connection per iteration, the
+  next one starting when the client closes the previous one (the runner calls
+  the client again at once); wwr, or rr on a kept connection, runs every round
+  on one connection set up in iteration 0. cookie_cache "warm" adds one
+  unmeasured connection (iteration 0) before iteration 1; its counters are not
+  counted, as the runner reads the counters after it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tfolab.model.apps import ClientScript, Headline, ServerScript
+from tfolab.model.clock import JiffyClock, Link
+from tfolab.model.delack import DelackRules
+from tfolab.model.endpoint import TcpEndpoint
+from tfolab.model.events import Recorder
+from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
+from tfolab.model.scenario import ScenarioConfig
+from tfolab.model.wire import Env, Wire
+
+MAX_ACTIONS = 2_000_000
+
+
+class ModelStuck(RuntimeError):
+    """The simulated scripts did not finish: a bug in the model, never bad input."""
+
+
+@dataclass
+class Connection:
+    number: int
+    client: TcpEndpoint
+    script: ClientScript
+    server: TcpEndpoint | None = None
+    server_script: ServerScript | None = None
+    counting: bool = True
+
+
+class World:
+    def __init__(
+        self,
+        config: ScenarioConfig,
+        *,
+        one_way_delay_ns: int,
+        iterations: int,
+        hz: int,
+        tick_phase_ns: int,
+        delay_backend: str,
+    ) -> None:
+        self.config = config
+        self.iterations = iterations
+        self.recorder = Recorder()
+        self.counters: dict[str, int] = {}
+        self.env = Env(
+            recorder=self.recorder,
+            clock=JiffyClock(hz, tick_phase_ns),
+            link=Link(one_way_delay_ns, delay_backend),
+            rules=DelackRules(hz, config.pingpong_thresh),
+            counters=self.counters,
+            transmit=self._transmit,
+            watch_timer=lambda ep, t: self._at(t, ep.on_timer),
+            watch_release=lambda ep, t: self._at(t, ep.on_release),
+        )
+        self.cache = CookieCache()
+        self.fastopen = FastOpenServer(
+            sysctl=config.fastopen_sysctl,
+            qlen=config.server_fastopen_qlen,
+            queue_full=config.fastopen_queue_full,
+            counters=self.counters,
+        )
+        self.connections: dict[int, Connection] = {}
+        self.headlines: dict[int, Headline] = {}
+        self.wires: list[tuple[int, Wire]] = []  # (arrival ns, wire), for tests
+        self.now = 0
+        self._queue: list[tuple[int, int, Callable[[int], None]]] = []
+        self._counter = 0
+
+    # ------------------------------------------------------------ scheduling
+    def _at(self, t: int, action: Callable[[int], None]) -> None:
+        if t < self.now:
+            raise ModelStuck(f"an action was scheduled in the past ({t} < {self.now} ns)")
+        self._counter += 1
+        heapq.heappush(self._queue, (t, self._counter, action))
+
+    def _transmit(self, wire: Wire, arrival: int) -> None:
+        self.wires.append((arrival, wire))
+        self._at(arrival, lambda now: self._deliver(now, wire))
+
+    def run(self) -> None:
+        cfg = self.config
+        plan: list[list[int]] = []
+        if cfg.cookie_cache == "warm":
+            plan.append([0])
+        if cfg.fresh_connection_each_iteration:
+            plan += [[i] for i in range(1, self.iterations + 1)]
+        else:
+            plan.append(list(range(1, self.iterations + 1)))
+        if cfg.cookie_cache == "keep":
+            self.recorder.note(
+                0,
+                iteration=0,
+                connection=0,
+                side="client",
+                text="cookie_cache keep: the model cannot know what an earlier scenario "
+                "left in the cache; it starts from an empty one",
+            )
+        self._plan = plan
+        self._at(0, lambda now: self._start_connection(now, None))
+        steps = 0
+        while self._queue:
+            t, _, action = heapq.heappop(self._queue)
+            self.now = t
+            action(t)
+            steps += 1
+            if steps > MAX_ACTIONS:
+                raise ModelStuck("the simulation did not settle")
+        unfinished = [c.number for c in self.connections.values() if not c.script.done]
+        if unfinished or self._plan:
+            raise ModelStuck(f"connections {unfinished} never finished their script")
+
+    # ------------------------------------------------------------ connections
+    def _start_connection(self, now: int, caused_by: int | None) -> None:
+        if not self._plan:
+            return
+        rounds = self._plan.pop(0)
+        cfg = self.config
+        number = len(self.connections) + 1
+        warmup = rounds == [0]
+        first = rounds[0]
+        setup_iteration = 0 if (cfg.pattern == "wwr" and len(rounds) > 1) else first
+        if cfg.rotate_key_before_iteration == first and first > 0:
+            self.fastopen.rotate_key()
+            self.recorder.note(
+                now,
+                iteration=first,
+                connection=number,
+                side="server",
+                text=f"the server's TFO key changes before iteration {first}: "
+                "cookies made with the old key no longer validate",
+            )
+        client = TcpEndpoint(
+            self.env,
+            side="client",
+            connection=number,
+            iteration=setup_iteration,
+            mtu=cfg.mtu,
+            nodelay=cfg.nodelay,
+            autocorking=cfg.autocorking,
+            counting=not warmup,
+        )
+        if warmup:
+            self.recorder.note(
+                now,
+                iteration=0,
+                connection=number,
+                side="client",
+                text="warm-up connection (not measured): it learns the server's TFO cookie",
+            )
+        script = ClientScript(
+            ep=client,
+            config=cfg,
+            cache=self.cache,
+            rounds=rounds,
+            headlines=self.headlines if not warmup else {},
+            on_done=self._connection_done,
+            on_round=lambda i, n=number: self._round_started(n, i),
+        )
+        self.connections[number] = Connection(number, client, script, counting=not warmup)
+        script.start(now, caused_by)
+
+    def _round_started(self, number: int, iteration: int) -> None:
+        conn = self.connections.get(number)
+        if conn is not None and conn.server is not None:
+            conn.server.iteration = iteration
+
+    def _connection_done(self, now: int, caused_by: int | None) -> None:
+        self._start_connection(now, caused_by)
+
+    # ------------------------------------------------------------ delivery
+    def _deliver(self, now: int, wire: Wire) -> None:
+        conn = self.connections[wire.connection]
+        if wire.sender == "server":
+            conn.client.receive(now, wire)
+            conn.script.wake(now, wire.event_id)
+            return
+        if conn.server is None:
+            if wire.syn:
+                self._listener_syn(now, conn, wire)
+            return
+        conn.server.receive(now, wire)
+        assert conn.server_script is not None
+        conn.server_script.wake(now, wire.event_id)
+
+    def _listener_syn(self, now: int, conn: Connection, wire: Wire) -> None:
+        cfg = self.config
+        decision = server_decide(self.fastopen, wire.cookie, len(wire.payload), conn.counting)
+        server = TcpEndpoint(
+            self.env,
+            side="server",
+            connection=conn.number,
+            iteration=conn.client.iteration,
+            mtu=cfg.mtu,
+            counting=conn.counting,
+        )
+        server.fastopen_server = self.fastopen
+        conn.server = server
+        conn.server_script = ServerScript(server, cfg)
+        server.accept_syn(now, wire, decision)
+        conn.server_script.wake(now, wire.event_id)

@@ -1,0 +1,78 @@
+"""When a queued segment may leave: Nagle, Minshall, TCP_CORK, MSG_MORE, autocorking.
+
+Rules (net/ipv4/tcp_output.c and tcp.c):
+- `tcp_nagle_check`: a partial segment (smaller than the MSS) is held when the
+  socket is corked (TCP_CORK, or MSG_MORE on this call), or when Nagle is on
+  (no TCP_NODELAY), packets are in flight and `tcp_minshall_check` holds: the
+  last small segment sent (snd_sml) is not yet acknowledged.
+- Only the last segment of the queue is tested with the socket's own mode;
+  segments in the middle of the queue are pushed (TCP_NAGLE_PUSH).
+- A retransmission is never held by Nagle.
+- `tcp_should_autocork`: a small write is held back while an earlier skb of
+  the socket still sits in a queue below TCP and is charged to the socket,
+  if there is unacknowledged data; it goes when that skb is freed (TSQ).
+  On loopback with netem the skb is orphaned, so this never holds there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SendMode:
+    """The socket's nonagle state plus this push's flags."""
+
+    nodelay: bool = False  # TCP_NODELAY (TCP_NAGLE_OFF)
+    corked: bool = False  # TCP_CORK set (TCP_NAGLE_CORK)
+    msg_more: bool = False  # this push comes from a send with MSG_MORE
+    push: bool = False  # TCP_NAGLE_PUSH: a forced push (uncork with nodelay, retransmit)
+
+
+def minshall_check(snd_sml: int, snd_una: int, snd_nxt: int) -> bool:
+    """tcp_minshall_check: a small segment is still in flight."""
+    return snd_sml > snd_una and snd_sml <= snd_nxt
+
+
+def hold_reason(
+    *,
+    partial: bool,
+    last: bool,
+    mode: SendMode,
+    packets_out: int,
+    snd_sml: int,
+    snd_una: int,
+    snd_nxt: int,
+) -> str | None:
+    """Why tcp_nagle_test() keeps this segment back, or None if it may go."""
+    if not partial or not last or mode.push:
+        return None
+    if mode.corked:
+        return "TCP_CORK is set: partial segments wait until the socket is uncorked"
+    if mode.msg_more:
+        return "MSG_MORE: the application said more data follows, so the partial segment waits"
+    if mode.nodelay:
+        return None
+    if packets_out and minshall_check(snd_sml, snd_una, snd_nxt):
+        return (
+            "Nagle holds it: an earlier small segment is still unacknowledged "
+            "(tcp_nagle_check / tcp_minshall_check)"
+        )
+    return None
+
+
+def autocork_reason(
+    *,
+    enabled: bool,
+    skb_len: int,
+    size_goal: int,
+    unacked: bool,
+    earlier_skb_charged: bool,
+) -> str | None:
+    """Why tcp_push() autocorks this write, or None."""
+    if enabled and skb_len < size_goal and unacked and earlier_skb_charged:
+        return (
+            "autocorking holds the small write: the previous segment is still "
+            "queued below TCP (the delay queue) and charged to the socket"
+        )
+    return None

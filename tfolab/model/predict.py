@@ -1,0 +1,142 @@
+"""Predictions from the timeline: the critical path of every measured iteration.
+
+Rules:
+- An iteration's headline runs from its start event to its end event (chosen
+  by the client script). Its predicted duration is the difference of their
+  times in the simulated timeline; nothing is looked up or hard-coded.
+- The critical path is found by following `caused_by` back from the end event
+  to the start. The tolerance is built from that path:
+  one timer tick for every timer that fired on it (the jiffies phase is
+  unknowable, and a timer fires up to one tick after its nominal delay),
+  + the number of segments on it x the backend's per-packet delay error,
+  + the host overhead of one measured interval.
+- The explanation names the path: "4D: SYN, SYN-ACK, request, response", or
+  "4D + delayed ACK (40-44 ms at HZ=250): write 1, [server delayed-ACK timer
+  44.0 ms], ACK, write 2, echo".
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from tfolab.model.apps import Headline
+from tfolab.model.events import Event, Segment, Timer
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """How exact the real run's delay and host are; the runner passes the backend's figures."""
+
+    per_packet_delay_error_ms: float = 0.2  # the delay backend's error per delayed packet
+    host_overhead_ms: float = 0.5  # stack + scheduling overhead per measured interval
+
+
+@dataclass(frozen=True)
+class IterationPrediction:
+    i: int  # 1-based
+    predicted_ms: float
+    tolerance_ms: float
+    explanation: str
+    packets_on_path: int = 0
+    timers_on_path: int = 0
+    path: tuple[int, ...] = ()  # event ids from start to end
+
+    @property
+    def low_ms(self) -> float:
+        return max(0.0, self.predicted_ms - self.tolerance_ms)
+
+    @property
+    def high_ms(self) -> float:
+        return self.predicted_ms + self.tolerance_ms
+
+    def contains(self, measured_ms: float) -> bool:
+        return self.low_ms <= measured_ms <= self.high_ms
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["path"] = list(self.path)
+        data["low_ms"] = round(self.low_ms, 6)
+        data["high_ms"] = round(self.high_ms, 6)
+        return data
+
+
+def critical_path(by_id: dict[int, Event], start_id: int, end_id: int) -> list[Event]:
+    start = by_id[start_id]
+    chain: list[Event] = []
+    current: Event | None = by_id[end_id]
+    while current is not None:
+        chain.append(current)
+        if current.id == start_id or current.caused_by is None:
+            break
+        parent = by_id[current.caused_by]
+        if parent.time_ms < start.time_ms:
+            break
+        current = parent
+    chain.reverse()
+    return chain
+
+
+def predict(
+    events: tuple[Event, ...],
+    headlines: dict[int, Headline],
+    iterations: int,
+    *,
+    hz: int,
+    accuracy: Accuracy,
+) -> tuple[IterationPrediction, ...]:
+    by_id = {e.id: e for e in events}
+    tick_ms = 1000.0 / hz
+    ato_ms = (max(hz // 25, 1)) * 1000.0 / hz
+    out = []
+    for i in range(1, iterations + 1):
+        head = headlines.get(i)
+        if head is None or head.start_id is None or head.end_id is None:
+            raise RuntimeError(f"iteration {i} has no headline in the simulated timeline")
+        path = critical_path(by_id, head.start_id, head.end_id)
+        predicted = by_id[head.end_id].time_ms - by_id[head.start_id].time_ms
+        segments = [e for e in path if isinstance(e, Segment)]
+        fired = [e for e in path if isinstance(e, Timer) and e.action == "fired"]
+        tolerance = (
+            len(fired) * tick_ms
+            + len(segments) * accuracy.per_packet_delay_error_ms
+            + accuracy.host_overhead_ms
+        )
+        out.append(
+            IterationPrediction(
+                i=i,
+                predicted_ms=round(predicted, 6),
+                tolerance_ms=round(tolerance, 6),
+                explanation=_explain(path, by_id, len(segments), fired, ato_ms, tick_ms, hz),
+                packets_on_path=len(segments),
+                timers_on_path=len(fired),
+                path=tuple(e.id for e in path),
+            )
+        )
+    return tuple(out)
+
+
+def _explain(
+    path: list[Event],
+    by_id: dict[int, Event],
+    hops: int,
+    fired: list[Timer],
+    ato_ms: float,
+    tick_ms: float,
+    hz: int,
+) -> str:
+    head = f"{hops}D"
+    if fired:
+        band = f"{ato_ms:g}-{ato_ms + tick_ms:g} ms at HZ={hz}"
+        head += " + delayed ACK" if len(fired) == 1 else f" + {len(fired)} delayed ACKs"
+        head += f" ({band})"
+    steps = []
+    for event in path:
+        if isinstance(event, Segment):
+            steps.append(event.what)
+        elif isinstance(event, Timer) and event.action == "fired":
+            armed = by_id.get(event.caused_by) if event.caused_by is not None else None
+            wait = event.time_ms - armed.time_ms if armed is not None else 0.0
+            steps.append(f"[{event.side} delayed-ACK timer {wait:.1f} ms]")
+    if not steps:
+        return f"{head}: no packet on the path"
+    return f"{head}: " + ", ".join(steps)

@@ -1,0 +1,182 @@
+"""simulate(): one scenario through the model, checked input in, a Simulation out.
+
+Rules:
+- Pure and deterministic: the same arguments always give the same Simulation.
+- Bad input raises ModelInputError (a ValueError) with one readable line that
+  says what is wrong and what fits; nothing else is validated further down.
+- The tick phase (where the jiffies edges sit relative to the first connect)
+  cannot be known on a real machine; its default is a fixed fraction of a
+  tick, and the predictions' tolerance covers any other phase.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from tfolab.model.clock import ms_to_ns
+from tfolab.model.events import Event
+from tfolab.model.loop import World
+from tfolab.model.predict import Accuracy, IterationPrediction, predict
+from tfolab.model.scenario import ScenarioConfig
+
+DELAY_BACKENDS = ("netem", "nfqueue", "none")
+DEFAULT_TICK_PHASE = 0.3  # of a tick
+DEFAULT_ACCURACY = Accuracy()
+
+
+class ModelInputError(ValueError):
+    """A simulate() argument the model cannot take; the message is one readable line."""
+
+
+@dataclass(frozen=True)
+class Simulation:
+    config: ScenarioConfig
+    one_way_delay_ms: float
+    hz: int
+    events: tuple[Event, ...]
+    predictions: tuple[IterationPrediction, ...]
+    counters: dict[str, int]
+    iterations: int = 1
+    accuracy: Accuracy = DEFAULT_ACCURACY
+    tick_phase_ms: float = 0.0
+    delay_backend: str = "netem"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "config": dataclasses.asdict(self.config),
+            "one_way_delay_ms": self.one_way_delay_ms,
+            "hz": self.hz,
+            "iterations": self.iterations,
+            "tick_phase_ms": self.tick_phase_ms,
+            "delay_backend": self.delay_backend,
+            "accuracy": dataclasses.asdict(self.accuracy),
+            "events": [e.to_json() for e in self.events],
+            "predictions": [p.to_json() for p in self.predictions],
+            "counters": dict(self.counters),
+        }
+
+
+def simulate(
+    config: ScenarioConfig,
+    *,
+    one_way_delay_ms: float,
+    iterations: int,
+    hz: int = 250,
+    accuracy: Accuracy = DEFAULT_ACCURACY,
+    tick_phase_ms: float | None = None,
+    delay_backend: str = "netem",
+) -> Simulation:
+    """Run the scenario in the model and predict every iteration's headline."""
+    _check_arguments(one_way_delay_ms, iterations, hz, accuracy, delay_backend)
+    _check_config(config)
+    tick_ms = 1000.0 / hz
+    phase = DEFAULT_TICK_PHASE * tick_ms if tick_phase_ms is None else tick_phase_ms
+    if not (isinstance(phase, int | float) and 0 <= phase < tick_ms):
+        raise ModelInputError(
+            f"tick_phase_ms must be in [0, {tick_ms:g}) at HZ={hz}, got {phase!r}"
+        )
+    world = World(
+        config,
+        one_way_delay_ns=ms_to_ns(one_way_delay_ms),
+        iterations=iterations,
+        hz=hz,
+        tick_phase_ns=ms_to_ns(phase),
+        delay_backend=delay_backend,
+    )
+    world.run()
+    events = world.recorder.timeline()
+    predictions = predict(events, world.headlines, iterations, hz=hz, accuracy=accuracy)
+    return Simulation(
+        config=config,
+        one_way_delay_ms=float(one_way_delay_ms),
+        hz=hz,
+        events=events,
+        predictions=predictions,
+        counters=dict(sorted(world.counters.items())),
+        iterations=iterations,
+        accuracy=accuracy,
+        tick_phase_ms=float(phase),
+        delay_backend=delay_backend,
+    )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_arguments(
+    delay: object, iterations: object, hz: object, accuracy: Accuracy, backend: str
+) -> None:
+    if not _is_number(delay) or not math.isfinite(delay) or delay < 0:  # type: ignore[arg-type, operator]
+        raise ModelInputError(
+            f"one_way_delay_ms must be a number >= 0 (ms, one way), got {delay!r}"
+        )
+    if delay > 60_000:  # type: ignore[operator]
+        raise ModelInputError(f"one_way_delay_ms must be at most 60000 ms, got {delay!r}")
+    if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
+        raise ModelInputError(f"iterations must be a whole number >= 1, got {iterations!r}")
+    if iterations > 10_000:
+        raise ModelInputError(f"iterations must be at most 10000, got {iterations!r}")
+    if not isinstance(hz, int) or isinstance(hz, bool) or hz <= 0:
+        raise ModelInputError(
+            f"hz must be a positive whole number (100, 250, 300, 1000), got {hz!r}"
+        )
+    if hz > 10_000:
+        raise ModelInputError(f"hz must be at most 10000, got {hz!r}")
+    for name in ("per_packet_delay_error_ms", "host_overhead_ms"):
+        value = getattr(accuracy, name)
+        if not _is_number(value) or not math.isfinite(value) or value < 0:
+            raise ModelInputError(f"accuracy.{name} must be a number >= 0, got {value!r}")
+    if backend not in DELAY_BACKENDS:
+        raise ModelInputError(
+            f"delay_backend must be one of {', '.join(DELAY_BACKENDS)}, got {backend!r}"
+        )
+
+
+def _check_config(cfg: ScenarioConfig) -> None:
+    if not isinstance(cfg, ScenarioConfig):
+        raise ModelInputError(f"config must be a ScenarioConfig, got {type(cfg).__name__}")
+    if cfg.pattern not in ("rr", "wwr"):
+        raise ModelInputError(f"pattern must be rr or wwr, got {cfg.pattern!r}")
+    if cfg.client_fastopen not in ("off", "sendto", "connect"):
+        raise ModelInputError(
+            f"client_fastopen must be off, sendto or connect, got {cfg.client_fastopen!r}"
+        )
+    if cfg.cookie_cache not in ("flush", "warm", "keep"):
+        raise ModelInputError(f"cookie_cache must be flush, warm or keep, got {cfg.cookie_cache!r}")
+    if cfg.pattern == "rr" and cfg.request_bytes < 1:
+        raise ModelInputError(
+            f"request_bytes must be at least 1 (the line's newline), got {cfg.request_bytes}"
+        )
+    if cfg.request_bytes > 1_000_000:
+        raise ModelInputError(f"request_bytes must be at most 1000000, got {cfg.request_bytes}")
+    if cfg.pattern == "wwr":
+        if cfg.first_write_bytes < 1 or cfg.second_write_bytes < 1:
+            raise ModelInputError(
+                "first_write_bytes and second_write_bytes must both be at least 1 "
+                f"(got {cfg.first_write_bytes} and {cfg.second_write_bytes})"
+            )
+        if cfg.first_write_bytes + cfg.second_write_bytes > 1_000_000:
+            raise ModelInputError("first_write_bytes + second_write_bytes must be at most 1000000")
+        if cfg.client_fastopen != "off":
+            raise ModelInputError("the wwr pattern is modelled with client_fastopen off only")
+    if cfg.single_write and cfg.msg_more:
+        raise ModelInputError(
+            "single_write and msg_more do not combine: MSG_MORE needs a second write"
+        )
+    if cfg.client_fastopen != "off" and not cfg.fastopen_sysctl & 0x1:
+        raise ModelInputError(
+            f"client_fastopen={cfg.client_fastopen} needs bit 0x1 in fastopen_sysctl "
+            f"(got {cfg.fastopen_sysctl:#x}): without it the kernel answers EOPNOTSUPP"
+        )
+    if not 128 <= cfg.mtu <= 65536:
+        raise ModelInputError(f"mtu must be between 128 and 65536, got {cfg.mtu}")
+    if not 1 <= cfg.pingpong_thresh <= 255:
+        raise ModelInputError(
+            f"pingpong_thresh must be between 1 and 255, got {cfg.pingpong_thresh}"
+        )
+    for name in ("server_fastopen_qlen", "fastopen_sysctl", "rotate_key_before_iteration"):
+        if getattr(cfg, name) < 0:
+            raise ModelInputError(f"{name} cannot be negative, got {getattr(cfg, name)}")

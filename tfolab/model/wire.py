@@ -1,0 +1,65 @@
+"""What travels on the link, and what the endpoints share with the event loop.
+
+Rules:
+- A Wire is the segment itself (payload bytes included, so tests can check
+  that data is delivered in order and exactly once); the matching Segment
+  event in the timeline has the same `event_id`.
+- Env is the per-simulation context the endpoints use: the recorder, the
+  clocks, the delayed-ACK rules, the counters and the loop's callbacks. It
+  holds no global state; two simulations never share one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tfolab.model.clock import JiffyClock, Link
+from tfolab.model.delack import DelackRules
+from tfolab.model.events import CookieInfo, Recorder, Side
+
+if TYPE_CHECKING:
+    from tfolab.model.endpoint import TcpEndpoint
+
+
+@dataclass(frozen=True)
+class Wire:
+    sender: Side
+    connection: int
+    flags: tuple[str, ...]
+    seq: int
+    ack: int | None
+    payload: bytes
+    cookie: CookieInfo | None
+    mss_option: int | None  # the MSS option of a SYN or SYN-ACK
+    event_id: int
+    what: str = "segment"
+
+    @property
+    def syn(self) -> bool:
+        return "SYN" in self.flags
+
+    @property
+    def fin(self) -> bool:
+        return "FIN" in self.flags
+
+    @property
+    def psh(self) -> bool:
+        return "PSH" in self.flags
+
+
+@dataclass
+class Env:
+    recorder: Recorder
+    clock: JiffyClock
+    link: Link
+    rules: DelackRules
+    counters: dict[str, int]
+    transmit: Callable[[Wire, int], None]  # put a wire on the link, arriving at t
+    watch_timer: Callable[[TcpEndpoint, int], None]  # call on_timer at t
+    watch_release: Callable[[TcpEndpoint, int], None]  # call on_release at t
+
+    def count(self, name: str, counting: bool) -> None:
+        if counting:
+            self.counters[name] = self.counters.get(name, 0) + 1
