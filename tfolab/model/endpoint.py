@@ -354,8 +354,13 @@ class TcpEndpoint(HandshakeMixin, ReceiveMixin):
         if self.release_at != now:
             return
         self.release_at = None
+        delay = self.env.link.one_way_delay_ns
+        earliest = [f.event_id for f in self.flights if f.data and f.sent_ns + delay == now]
         event = self.note(
-            now, "the earlier segment left the delay queue; its memory is freed (TSQ)"
+            now,
+            "the earlier segment left the delay queue; its memory is freed (TSQ)",
+            earliest[0] if earliest else None,
+            "the delay backend released the skb",
         )
         self.push(now, cause="released: the earlier segment left the delay queue", caused_by=event)
 
