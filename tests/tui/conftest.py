@@ -1,0 +1,24 @@
+"""Fixtures for the UI tests: a deterministic app (fixed HZ, fixed real-run status)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tfolab.tui.app import TfolabApp
+from tfolab.tui.realruns import RealRunStatus
+
+SIZE = (100, 32)
+HZ = 250
+REAL_RUNS_ON = RealRunStatus(True, "root, a private network namespace per run")
+
+
+@pytest.fixture
+def make_app() -> Callable[..., TfolabApp]:
+    def make(**kwargs: object) -> TfolabApp:
+        kwargs.setdefault("hz", HZ)
+        kwargs.setdefault("real_runs", REAL_RUNS_ON)
+        return TfolabApp(**kwargs)  # type: ignore[arg-type]
+
+    return make

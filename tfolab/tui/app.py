@@ -1,0 +1,84 @@
+"""The Textual app: bindings, screens, the stylesheet and `run_app()`.
+
+Rules: thin. Screens live in screens/, widgets in widgets/, styles in
+tfolab.tcss. The app holds what every screen shares: the labs, the kernel HZ
+the model uses, whether real runs are possible here, and the delay backend.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from tfolab import kernel
+from tfolab.errors import UserError
+from tfolab.labs import Lab, load_labs
+from tfolab.tui.commands import LabCommands
+from tfolab.tui.realruns import RealRunStatus, quick_check
+from tfolab.tui.screens.help import HelpScreen
+from tfolab.tui.screens.lab import LabScreen
+from tfolab.tui.screens.start import StartScreen
+
+
+class TfolabApp(App[None]):
+    """An interactive TCP lab: predict with the model, then measure the kernel."""
+
+    CSS_PATH = "tfolab.tcss"
+    TITLE = "tfolab"
+    COMMANDS = App.COMMANDS | {LabCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        labs: list[Lab] | None = None,
+        *,
+        hz: int | None = None,
+        real_runs: RealRunStatus | None = None,
+        backend: str = "auto",
+        open_lab: str | None = None,
+        open_scenario: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.labs = labs if labs is not None else load_labs()
+        self.hz = hz or kernel.kernel_hz()[0]
+        self.real_runs = real_runs or quick_check()
+        self.backend = backend
+        self._open = (open_lab, open_scenario)
+
+    def on_mount(self) -> None:
+        self.push_screen(StartScreen(self.labs))
+        lab, scenario = self._open
+        if lab is not None:
+            self.open_lab(lab, scenario)
+
+    def open_lab(self, lab_name: str, scenario: str | None = None) -> None:
+        """Open a lab screen (or switch the open one to another scenario)."""
+        lab = next(lab for lab in self.labs if lab.name == lab_name)
+        if isinstance(self.screen, LabScreen) and self.screen.lab.name == lab_name:
+            if scenario is not None:
+                self.screen.select_scenario(scenario)
+            return
+        if isinstance(self.screen, LabScreen):
+            self.pop_screen()
+        self.push_screen(LabScreen(lab, scenario))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+
+def run_app() -> int:
+    """`tfolab` without a command: the UI. Exit code 2 if the labs cannot be read."""
+    try:
+        app = TfolabApp()
+    except UserError as err:
+        print(f"tfolab: {err.one_line()}", file=sys.stderr)
+        return 2
+    app.run()
+    return 0

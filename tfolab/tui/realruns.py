@@ -1,0 +1,72 @@
+"""A quick look, at startup, at whether real runs can work here, and why not.
+
+Rules:
+- Cheap and read-only: platform, uid, a few /proc files and whether the
+  native parts are built. No subprocess and no namespace: the full answer is
+  `tfolab doctor`, and a real run that still fails reports its own UserError.
+- Every "no" carries the reason and the fix, shown in the UI's banner.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfolab import native
+
+
+@dataclass(frozen=True)
+class RealRunStatus:
+    possible: bool
+    reason: str
+    fix: str = ""
+
+    def banner(self) -> str:
+        if self.possible:
+            return f"Real runs: on ({self.reason}). Press r in a lab to measure."
+        return f"Real runs off: {self.reason}. {self.fix}".strip()
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        return int(Path(path).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def user_namespaces_blocked() -> str | None:
+    """Why an unprivileged user cannot make a user namespace here, or None."""
+    if _read_int("/proc/sys/user/max_user_namespaces") == 0:
+        return "user namespaces are disabled (user.max_user_namespaces = 0)"
+    if _read_int("/proc/sys/kernel/unprivileged_userns_clone") == 0:
+        return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)"
+    if _read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1:
+        return "AppArmor restricts unprivileged user namespaces"
+    return None
+
+
+def quick_check() -> RealRunStatus:
+    if platform.system() != "Linux":
+        return RealRunStatus(
+            False,
+            f"real runs need Linux, this is {platform.system()}",
+            "The model and the ladder work anywhere.",
+        )
+    try:
+        native.executable_path("tfo-echo-server")
+    except native.NativeError:
+        return RealRunStatus(
+            False,
+            "the native parts are not built",
+            "Reinstall: pip install -e . (see `tfolab doctor`).",
+        )
+    if os.geteuid() == 0:
+        return RealRunStatus(True, "root, a private network namespace per run")
+    blocked = user_namespaces_blocked()
+    if blocked:
+        return RealRunStatus(
+            False, f"not root and {blocked}", "Run `sudo tfolab`, or see `tfolab doctor`."
+        )
+    return RealRunStatus(True, "user namespaces, no root needed")

@@ -1,0 +1,57 @@
+"""The help modal: every key of every screen, in one table.
+
+Rules: the table is built from KEYS below; a new binding gets a line here too
+(tests/tui checks that every screen binding is listed).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS: tuple[tuple[str, str, str], ...] = (
+    ("Anywhere", "?", "this help"),
+    ("Anywhere", "ctrl+p", "command palette: open any lab or scenario"),
+    ("Anywhere", "q / ctrl+q", "quit"),
+    ("Start", "↑ ↓ / Enter", "choose a scenario, open it (Enter on a lab: its first scenario)"),
+    ("Start", "g / l", "move to the guide / back to the labs"),
+    ("Lab", "n / →", "next step"),
+    ("Lab", "p / ←", "previous step"),
+    ("Lab", "space", "play / pause"),
+    ("Lab", "home / 0", "restart from the first step"),
+    ("Lab", "+ / -", "play faster / slower"),
+    ("Lab", "r", "run the scenario for real (measured beside predicted)"),
+    ("Lab", "g", "the lab's guide"),
+    ("Lab", "s", "hide / show the parameters panel"),
+    ("Lab", "tab", "move between ladder, delay, scenario, switches"),
+    ("Lab", "click", "a row of the ladder selects that step"),
+    ("Lab", "esc", "leave a field; then back to the labs"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, expand=True, show_header=True, header_style="bold")
+        table.add_column("where", style="dim", no_wrap=True)
+        table.add_column("key", style="bold cyan", no_wrap=True)
+        table.add_column("does")
+        for where, key, does in KEYS:
+            table.add_row(where, key, does)
+        with Vertical(id="help-dialog"):
+            yield Static("Keys   (? / Esc closes)", id="help-title")
+            with VerticalScroll(id="help-scroll"):
+                yield Static(table)
+            yield Static(
+                "Time flows down the ladder; an arrow is a segment, from the row it "
+                "left to the row it arrived. The highlighted step is explained below "
+                "the ladder. D is the one-way delay (RTT = 2D).",
+                id="help-note",
+            )

@@ -1,0 +1,285 @@
+"""The lab screen: ladder, current step, parameters and the real run.
+
+Rules:
+- State lives in reactives (`step`, `playing`, `speed`, `result`), and the
+  widgets follow them in `watch_` methods; handlers only change state.
+- Every parameter change re-simulates at once (labrun.plan + labrun.predict);
+  invalid parameters never get this far (the panel shows the error inline).
+- A real run is a Textual worker that awaits labrun.run in the app's event
+  loop; the runner's events come back as RunProgress messages. A UserError
+  becomes the banner (reason and fix), never a crash. No socket or subprocess
+  code here: labrun owns all of that.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, Static
+
+from tfolab import labrun
+from tfolab.errors import UserError
+from tfolab.labrun import LabResult
+from tfolab.labs import Lab
+from tfolab.runner.client import RunnerEvent
+from tfolab.tui.widgets.ladder import LadderView
+from tfolab.tui.widgets.params import LabParams, ParamsPanel
+from tfolab.tui.widgets.results import ResultsPanel
+from tfolab.tui.widgets.step_panel import StepPanel
+
+SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0)  # steps per second while playing
+DEFAULT_DELAY_MS = 10.0
+
+
+class LabScreen(Screen[None]):
+    """One lab, one scenario at a time: step through the ladder, run it for real."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n,right", "next_step", "Next"),
+        Binding("p,left", "previous_step", "Prev"),
+        Binding("space", "play", "Play/pause"),
+        Binding("home,0", "restart", "Restart"),
+        Binding("plus,equals_sign", "faster", "Faster", show=False),
+        Binding("minus", "slower", "Slower", show=False),
+        Binding("r", "run", "Run for real"),
+        Binding("g", "guide", "Guide"),
+        Binding("s", "toggle_side", "Panel", show=False),
+        Binding("escape", "back", "Labs"),
+    ]
+
+    step: reactive[int] = reactive(0, init=False)
+    playing: reactive[bool] = reactive(False, init=False)
+    speed: reactive[float] = reactive(2.0, init=False)
+    result: reactive[LabResult | None] = reactive(None, init=False, always_update=True)
+    running: reactive[bool] = reactive(False, init=False)
+
+    class RunProgress(Message):
+        """One runner event, from the real-run worker."""
+
+        def __init__(self, event: RunnerEvent) -> None:
+            super().__init__()
+            self.event = event
+
+    def __init__(self, lab: Lab, scenario: str | None = None, delay_ms: float = DEFAULT_DELAY_MS):
+        super().__init__()
+        self.lab = lab
+        self.params = LabParams(
+            scenario or lab.scenarios[0].name,
+            delay_ms,
+            lab.scenario(scenario or lab.scenarios[0].name).iterations,
+        )
+        self._measured_result: LabResult | None = None
+        self._play_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="banner")
+        with Horizontal(id="lab-body"):
+            with Vertical(id="lab-main"):
+                yield LadderView(id="ladder")
+                yield StepPanel(id="step")
+            with VerticalScroll(id="lab-side"):
+                yield ParamsPanel(
+                    self.lab, self.params.scenario, self.params.one_way_delay_ms, id="params"
+                )
+                yield ResultsPanel(id="results")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = self.lab.title
+        self.query_one(ResultsPanel).display = False
+        self._show_environment()
+        self.simulate()
+        self.query_one(LadderView).focus()
+
+    # --- state -> widgets ------------------------------------------------------
+
+    @property
+    def events(self) -> tuple:
+        if self.result is None or not self.result.scenarios:
+            return ()
+        return tuple(self.result.scenarios[0].simulation.events)
+
+    def simulate(self) -> None:
+        """Re-run the model for the current parameters (fast: no I/O)."""
+        p = self.params
+        try:
+            planned = labrun.plan(self.lab, p.scenario, p.iterations, p.settings)
+            result = labrun.predict(self.lab, planned, p.one_way_delay_ms, hz=self.app.hz)
+        except UserError as err:
+            self._banner(f"Cannot simulate: {err.reason}. {err.fix}", "error")
+            return
+        self._measured_result = None
+        self.result = result
+
+    def watch_result(self, result: LabResult | None) -> None:
+        if result is None:
+            return
+        self.sub_title = f"{self.params.scenario} · D = {result.delay_ms:g} ms one way"
+        self.query_one(LadderView).show(result.scenarios[0], result.delay_ms)
+        self.step = min(self.step, max(len(self.events) - 1, 0))
+        self._show_step()
+
+    def watch_step(self, step: int) -> None:
+        self.query_one(LadderView).step = step
+        self._show_step()
+
+    def watch_playing(self, playing: bool) -> None:
+        if self._play_timer is not None:
+            self._play_timer.stop()
+            self._play_timer = None
+        if playing:
+            self._play_timer = self.set_interval(1 / self.speed, self._tick)
+        self._show_step()
+
+    def watch_speed(self, _speed: float) -> None:
+        if self.playing:
+            self.watch_playing(True)
+        self._show_step()
+
+    def _tick(self) -> None:
+        if self.step >= len(self.events) - 1:
+            self.playing = False
+        else:
+            self.step += 1
+
+    def _show_step(self) -> None:
+        status = f"▶ playing x{self.speed:g}" if self.playing else f"⏸ speed x{self.speed:g}"
+        self.query_one(StepPanel).show(self.events, self.step, status)
+
+    def _banner(self, text: str, kind: str) -> None:
+        banner = self.query_one("#banner", Static)
+        banner.update(text)
+        banner.set_classes(f"banner-{kind}")
+
+    def _show_environment(self) -> None:
+        status = self.app.real_runs
+        self._banner(status.banner(), "ok" if status.possible else "off")
+
+    # --- input -> state ----------------------------------------------------------
+
+    @on(ParamsPanel.Changed)
+    def _params_changed(self, event: ParamsPanel.Changed) -> None:
+        if event.params.scenario != self.params.scenario:
+            self.step = 0
+        self.params = event.params
+        self.simulate()
+
+    @on(LadderView.StepClicked)
+    def _ladder_clicked(self, event: LadderView.StepClicked) -> None:
+        self.step = event.step
+
+    def action_next_step(self) -> None:
+        self.playing = False
+        self.step = min(self.step + 1, max(len(self.events) - 1, 0))
+
+    def action_previous_step(self) -> None:
+        self.playing = False
+        self.step = max(self.step - 1, 0)
+
+    def action_play(self) -> None:
+        if not self.playing and self.step >= len(self.events) - 1:
+            self.step = 0
+        self.playing = not self.playing
+
+    def action_restart(self) -> None:
+        self.playing = False
+        self.step = 0
+
+    def action_faster(self) -> None:
+        self.speed = next((s for s in SPEEDS if s > self.speed), SPEEDS[-1])
+
+    def action_slower(self) -> None:
+        self.speed = next((s for s in reversed(SPEEDS) if s < self.speed), SPEEDS[0])
+
+    def action_guide(self) -> None:
+        from tfolab.tui.screens.guide import GuideScreen
+
+        self.app.push_screen(GuideScreen(self.lab))
+
+    def action_toggle_side(self) -> None:
+        side = self.query_one("#lab-side")
+        side.display = not side.display
+
+    def action_back(self) -> None:
+        if self.focused is not None and not isinstance(self.focused, LadderView):
+            self.query_one(LadderView).focus()
+            return
+        self.playing = False
+        self.dismiss()
+
+    def select_scenario(self, name: str) -> None:
+        """Open another scenario of this lab (from the command palette)."""
+        self.query_one(ParamsPanel).select_scenario(name)
+
+    # --- the real run ------------------------------------------------------------
+
+    def action_run(self) -> None:
+        status = self.app.real_runs
+        if not status.possible:
+            self._banner(f"Cannot run for real: {status.reason}. {status.fix}", "error")
+            return
+        if self.running:
+            self.notify("A run is already going.")
+            return
+        self.running = True
+        self.playing = False
+        p = self.params
+        self.query_one(ResultsPanel).start(p.scenario, p.one_way_delay_ms, p.iterations)
+        self._banner(f"Running {p.scenario} for real at {p.one_way_delay_ms:g} ms…", "busy")
+        self.real_run(p)
+
+    @work(exclusive=True, group="real-run")
+    async def real_run(self, params: LabParams) -> None:
+        try:
+            planned = labrun.plan(self.lab, params.scenario, params.iterations, params.settings)
+            result = await labrun.run(
+                self.lab,
+                planned,
+                params.one_way_delay_ms,
+                self.app.backend,
+                on_event=lambda event: self.post_message(self.RunProgress(event)),
+            )
+        except UserError as err:
+            self.running = False
+            self.query_one(ResultsPanel).show_failure(err.reason)
+            self._banner(f"Real run impossible: {err.reason}. {err.fix}", "error")
+            return
+        self.running = False
+        self._measured_result = result
+        self._after_run(result, params)
+
+    def _after_run(self, result: LabResult, params: LabParams) -> None:
+        self.query_one(ResultsPanel).show_result(result)
+        if result.backend == "none":
+            self._banner(
+                "Measured WITHOUT delay emulation (backend none): times show the "
+                "bare loopback, not the delay you asked for.",
+                "warning",
+            )
+        else:
+            failures = len(result.failures)
+            verdict = (
+                "all in the predicted band"
+                if not failures
+                else (f"{failures} outside the predicted band")
+            )
+            notes = f" · {'; '.join(result.notes)}" if result.notes else ""
+            self._banner(
+                f"Measured on Linux {result.kernel} via {result.backend}: {verdict}{notes}",
+                "ok" if not failures else "warning",
+            )
+        if params == self.params:
+            self.result = result
+
+    @on(RunProgress)
+    def _run_progress(self, message: RunProgress) -> None:
+        self.query_one(ResultsPanel).progress(message.event)

@@ -1,0 +1,114 @@
+"""The start screen: every lab and its scenarios, with the highlighted lab's guide.
+
+Rules:
+- Everything shown comes from labs/ (load_labs): titles, summaries, guides.
+  A new lab file appears here without code.
+- Enter (or a click) on a scenario opens the lab screen on it; on a lab, on
+  its first scenario. Highlighting only changes the guide and the summary.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Markdown, Static, Tree
+
+from tfolab.labs import Lab
+
+NodeData = tuple[str, str | None]  # (lab name, scenario name or None for the lab)
+
+
+class StartScreen(Screen[None]):
+    """Pick a lab and a scenario."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        ("g", "focus_guide", "Guide"),
+        ("l", "focus_labs", "Labs"),
+    ]
+
+    def __init__(self, labs: list[Lab]) -> None:
+        super().__init__()
+        self.labs = labs
+        self._guide_lab: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="banner")
+        with Horizontal(id="start-body"):
+            with Vertical(id="start-left"):
+                tree: Tree[NodeData] = Tree("Labs", id="labs")
+                tree.show_root = False
+                tree.auto_expand = False
+                for lab in self.labs:
+                    node = tree.root.add(
+                        Text.assemble((lab.title, "bold"), "  ", (lab.name, "dim")),
+                        data=(lab.name, None),
+                        expand=True,
+                    )
+                    for scenario in lab.scenarios:
+                        node.add_leaf(scenario.name, data=(lab.name, scenario.name))
+                yield tree
+                yield Static("", id="summary")
+            with VerticalScroll(id="guide-pane"):
+                yield Markdown("", id="guide")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "tfolab"
+        self.sub_title = "an interactive TCP lab"
+        status = self.app.real_runs
+        banner = self.query_one("#banner", Static)
+        banner.update(status.banner())
+        banner.set_classes("banner-ok" if status.possible else "banner-off")
+        tree = self.query_one(Tree)
+        tree.focus()
+        if self.labs:
+            tree.move_cursor(tree.root.children[0])
+            self._show(self.labs[0].name, None)
+
+    def _lab(self, name: str) -> Lab:
+        return next(lab for lab in self.labs if lab.name == name)
+
+    def _show(self, lab_name: str, scenario_name: str | None) -> None:
+        lab = self._lab(lab_name)
+        if scenario_name is None:
+            summary = Text.assemble(
+                (lab.title, "bold"), "\n", lab.summary, "\n", (f"measures: {lab.headline}", "dim")
+            )
+        else:
+            scenario = lab.scenario(scenario_name)
+            summary = Text.assemble(
+                (f"{lab.name} / {scenario.name}", "bold"),
+                "\n",
+                scenario.summary,
+                "\n",
+                (f"{scenario.iterations} iteration(s) · Enter opens it", "dim"),
+            )
+        self.query_one("#summary", Static).update(summary)
+        if self._guide_lab != lab_name:
+            self._guide_lab = lab_name
+            self.query_one("#guide", Markdown).update(lab.guide_text())
+            self.query_one("#guide-pane").scroll_home(animate=False)
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted[NodeData]) -> None:
+        if event.node.data is not None:
+            self._show(*event.node.data)
+
+    @on(Tree.NodeSelected)
+    def _selected(self, event: Tree.NodeSelected[NodeData]) -> None:
+        if event.node.data is not None:
+            lab_name, scenario = event.node.data
+            self.app.open_lab(lab_name, scenario)
+
+    def action_focus_guide(self) -> None:
+        self.query_one("#guide-pane").focus()
+
+    def action_focus_labs(self) -> None:
+        self.query_one(Tree).focus()

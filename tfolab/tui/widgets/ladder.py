@@ -1,0 +1,189 @@
+"""The ladder widget: draws a LadderLayout and highlights the current step.
+
+Rules:
+- Layout is pure (ladder_layout.py); this widget only turns cells into styled
+  strips. Colours come from component classes in tfolab.tcss, so the theme
+  owns them.
+- Row 0 is a pinned header (client and server above their axes); the rest
+  scrolls. The current step's rows are kept in view.
+- Events after the current step are drawn faded: stepping reveals the story.
+- A click on a row selects the event drawn there (StepClicked), so the mouse
+  works as well as the keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.segment import Segment as RichSegment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tfolab.labrun import ScenarioResult
+from tfolab.model.events import Event
+from tfolab.tui.widgets.ladder_layout import NO_OWNER, LadderLayout, layout
+
+ROLES = (
+    "axis",
+    "gutter",
+    "client",
+    "server",
+    "app",
+    "timer",
+    "note",
+    "break",
+    "iteration",
+    "measured",
+)
+
+
+def critical_path(scenario: ScenarioResult) -> set[int]:
+    """Indexes of the events on any iteration's critical path (the headline's causes)."""
+    ids = {event_id for p in scenario.simulation.predictions for event_id in p.path}
+    return {i for i, event in enumerate(scenario.simulation.events) if event.id in ids}
+
+
+def measured_markers(scenario: ScenarioResult) -> dict[int, str]:
+    """A "measured" note after each iteration's headline end (its path's last event)."""
+    index_of = {event.id: i for i, event in enumerate(scenario.simulation.events)}
+    ends = {p.i: p.path[-1] for p in scenario.simulation.predictions if p.path}
+    markers: dict[int, str] = {}
+    for m in scenario.measurements:
+        if m.measured_ms is not None and ends.get(m.i) in index_of:
+            markers[index_of[ends[m.i]]] = (
+                f"▲ measured {m.measured_ms:.1f} ms · predicted {m.predicted_ms:.1f}"
+            )
+    return markers
+
+
+class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
+    """Client and server columns, time flowing down, one arrow per segment."""
+
+    # Only vertical scrolling here: left, right and home belong to the steps.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "scroll_up", "Scroll up", show=False),
+        Binding("down,j", "scroll_down", "Scroll down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+    ]
+
+    COMPONENT_CLASSES = {f"ladder--{role}" for role in ROLES} | {
+        "ladder--header",
+        "ladder--current",
+        "ladder--future",
+        "ladder--path",
+    }
+
+    step: reactive[int] = reactive(0)
+
+    class StepClicked(Message):
+        """The user clicked an event in the ladder."""
+
+        def __init__(self, step: int) -> None:
+            super().__init__()
+            self.step = step
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._events: Sequence[Event] = ()
+        self._delay_ms = 10.0
+        self._markers: dict[int, str] = {}
+        self._path: set[int] = set()
+        self._layout: LadderLayout | None = None
+        self._built_width = 0
+
+    @property
+    def ladder_layout(self) -> LadderLayout | None:
+        return self._layout
+
+    def show(self, scenario: ScenarioResult, one_way_delay_ms: float) -> None:
+        """Draw a scenario's timeline (after a re-simulation or a real run)."""
+        self._events = scenario.simulation.events
+        self._delay_ms = one_way_delay_ms
+        self._markers = measured_markers(scenario)
+        self._path = critical_path(scenario)
+        self._rebuild()
+
+    def _content_width(self) -> int:
+        return max(self.scrollable_content_region.width, 40)
+
+    def _rebuild(self) -> None:
+        width = self._content_width()
+        self._built_width = width
+        self._layout = layout(self._events, width, self._delay_ms, self._markers)
+        self.virtual_size = Size(width, self._layout.height + 1)
+        self.border_title = "Ladder"
+        self.border_subtitle = self._layout.scale_text()
+        self.refresh()
+        self.call_after_refresh(self._scroll_to_step)
+
+    def on_resize(self, _event: events.Resize) -> None:
+        if self._content_width() != self._built_width:
+            self._rebuild()
+
+    def watch_step(self, _old: int, _new: int) -> None:
+        self.refresh()
+        self._scroll_to_step()
+
+    def _scroll_to_step(self) -> None:
+        if self._layout is None or self.step not in self._layout.event_rows:
+            return
+        first, last = self._layout.event_rows[self.step]
+        # +1: row 0 of the widget is the pinned header.
+        region = Region(0, first + 1, 1, last - first + 1)
+        self.scroll_to_region(region, animate=False, spacing=(0, 0, 2, 0), immediate=True)
+
+    def on_click(self, event: events.Click) -> None:
+        if self._layout is None or event.y < 1:
+            return
+        row = int(self.scroll_offset.y) + event.y - 1
+        if not 0 <= row < self._layout.height:
+            return
+        owners = [owner for _, _, owner in self._layout.rows[row] if owner != NO_OWNER]
+        if owners:
+            self.post_message(self.StepClicked(max(set(owners), key=owners.count)))
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if self._layout is None:
+            return Strip.blank(width)
+        if y == 0:
+            style = self.get_component_rich_style("ladder--header")
+            return Strip([RichSegment(self._layout.header(), style)]).crop_extend(0, width, None)
+        row = int(self.scroll_offset.y) + y - 1
+        if not 0 <= row < self._layout.height:
+            return Strip.blank(width)
+        return self._row_strip(row).crop_extend(int(self.scroll_offset.x), width, None)
+
+    def _row_strip(self, row: int) -> Strip:
+        styles = {role: self.get_component_rich_style(f"ladder--{role}") for role in ROLES}
+        current = self.get_component_rich_style("ladder--current")
+        future = self.get_component_rich_style("ladder--future")
+        path = self.get_component_rich_style("ladder--path")
+        segments: list[RichSegment] = []
+        run_text: list[str] = []
+        run_style: Style | None = None
+        for char, role, owner in self._layout.rows[row] if self._layout else []:
+            style = styles.get(role, Style())
+            if owner != NO_OWNER:
+                if owner in self._path and role in ("client", "server", "timer"):
+                    style = style + path
+                if owner == self.step:
+                    style = style + current
+                elif owner > self.step:
+                    style = style + future
+            if style != run_style and run_text:
+                segments.append(RichSegment("".join(run_text), run_style))
+                run_text = []
+            run_style = style
+            run_text.append(char)
+        if run_text:
+            segments.append(RichSegment("".join(run_text), run_style))
+        return Strip(segments)

@@ -1,0 +1,168 @@
+"""The parameters panel: one-way delay, scenario, iterations and the lab's switches.
+
+Rules:
+- The panel validates its own inputs and shows problems inline, under the
+  field (never a crash, never a notification that vanishes); only a complete,
+  valid set of parameters leaves it, as a ParamsPanel.Changed message.
+- Parsing is labrun's (parse_delay, the iteration range), so the UI accepts
+  exactly what the command line accepts.
+- Choosing a scenario resets the switches to that scenario's own values;
+  programmatic updates never echo back as user changes (prevent()).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Checkbox, Input, Label, Select, Static
+
+from tfolab import labrun
+from tfolab.errors import UserError
+from tfolab.labs import Lab, LabScenario
+from tfolab.tui.knobs import Knob, knobs_for, settings_for
+
+
+@dataclass(frozen=True)
+class LabParams:
+    """What the panel says to simulate (and to run)."""
+
+    scenario: str
+    one_way_delay_ms: float
+    iterations: int
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+class ParamsPanel(VerticalScroll):
+    """Inputs that re-simulate the lab as soon as they change."""
+
+    class Changed(Message):
+        def __init__(self, params: LabParams) -> None:
+            super().__init__()
+            self.params = params
+
+    def __init__(self, lab: Lab, scenario: str, delay_ms: float, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lab = lab
+        self.knobs: tuple[Knob, ...] = knobs_for(lab)
+        self._scenario = scenario
+        self._delay_text = f"{delay_ms:g}"
+
+    def compose(self) -> ComposeResult:
+        yield Label("One-way delay (ms)", classes="field-label")
+        yield Input(self._delay_text, id="delay", placeholder="e.g. 10")
+        yield Static("", id="delay-error", classes="field-error")
+        yield Label("Scenario", classes="field-label")
+        yield Select(
+            [(s.name, s.name) for s in self.lab.scenarios],
+            value=self._scenario,
+            allow_blank=False,
+            id="scenario",
+        )
+        yield Label("Iterations", classes="field-label")
+        yield Input(str(self._lab_scenario().iterations), id="iterations", type="integer")
+        yield Static("", id="iterations-error", classes="field-error")
+        if self.knobs:
+            yield Label("Switches", classes="field-label")
+        for knob in self.knobs:
+            value = knob.value_of(self._lab_scenario().config)
+            if knob.kind == "choice":
+                yield Label(knob.label, classes="knob-label")
+                yield Select(
+                    [(choice, choice) for choice in knob.choices],
+                    value=value,
+                    allow_blank=False,
+                    id=f"knob-{knob.field}",
+                    classes="knob",
+                )
+            else:
+                yield Checkbox(knob.label, bool(value), id=f"knob-{knob.field}", classes="knob")
+
+    def _lab_scenario(self) -> LabScenario:
+        return self.lab.scenario(self._scenario)
+
+    @property
+    def scenario(self) -> str:
+        return self._scenario
+
+    def _knob_values(self) -> dict[str, bool | str]:
+        values: dict[str, bool | str] = {}
+        for knob in self.knobs:
+            widget = self.query_one(f"#knob-{knob.field}")
+            if isinstance(widget, Checkbox) or (
+                isinstance(widget, Select) and isinstance(widget.value, str)
+            ):
+                values[knob.field] = widget.value
+        return values
+
+    def read(self) -> LabParams | None:
+        """The current parameters, or None (with the errors shown) when one is invalid."""
+        delay_input = self.query_one("#delay", Input)
+        delay_error = self.query_one("#delay-error", Static)
+        iterations_input = self.query_one("#iterations", Input)
+        iterations_error = self.query_one("#iterations-error", Static)
+        delay: float | None = None
+        try:
+            delay = labrun.parse_delay(delay_input.value)
+            delay_error.update("")
+        except UserError as err:
+            delay_error.update(f"{err.reason}: {err.fix.removeprefix('give ')}")
+        delay_input.set_class(delay is None, "-invalid")
+        delay_error.display = delay is None
+        iterations: int | None = None
+        text = iterations_input.value.strip()
+        if text.isdigit() and 1 <= int(text) <= labrun.MAX_ITERATIONS:
+            iterations = int(text)
+            iterations_error.update("")
+        else:
+            iterations_error.update(f"iterations: a whole number from 1 to {labrun.MAX_ITERATIONS}")
+        iterations_input.set_class(iterations is None, "-invalid")
+        iterations_error.display = iterations is None
+        if delay is None or iterations is None:
+            return None
+        settings = settings_for(self.knobs, self._lab_scenario().config, self._knob_values())
+        return LabParams(self._scenario, delay, iterations, settings)
+
+    def _changed(self) -> None:
+        params = self.read()
+        if params is not None:
+            self.post_message(self.Changed(params))
+
+    def on_mount(self) -> None:
+        self.query_one("#delay-error").display = False
+        self.query_one("#iterations-error").display = False
+
+    @on(Input.Changed)
+    def _input_changed(self, _event: Input.Changed) -> None:
+        self._changed()
+
+    @on(Checkbox.Changed)
+    def _switch_changed(self, _event: Checkbox.Changed) -> None:
+        self._changed()
+
+    @on(Select.Changed)
+    def _select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "scenario" and isinstance(event.value, str):
+            self.select_scenario(event.value, update_select=False)
+        self._changed()
+
+    def select_scenario(self, name: str, *, update_select: bool = True) -> None:
+        """Switch scenario: its iterations and switches replace the current values."""
+        self._scenario = name
+        scenario = self._lab_scenario()
+        with self.prevent(Input.Changed, Checkbox.Changed, Select.Changed):
+            if update_select:
+                self.query_one("#scenario", Select).value = name
+            self.query_one("#iterations", Input).value = str(scenario.iterations)
+            for knob in self.knobs:
+                widget = self.query_one(f"#knob-{knob.field}")
+                value = knob.value_of(scenario.config)
+                if isinstance(widget, Checkbox):
+                    widget.value = bool(value)
+                elif isinstance(widget, Select):
+                    widget.value = value
+        if update_select:
+            self._changed()

@@ -1,0 +1,129 @@
+"""The real run's panel: progress, measured beside predicted, bars, counters.
+
+Rules:
+- It only displays: the screen's worker feeds it runner events (progress)
+  and the final LabResult; it never starts or stops a run.
+- Every iteration gets a row: predicted ± tolerance, measured, verdict; the
+  bars share one scale so the eye compares them; counters show the measured
+  TcpExt delta beside the model's predicted one.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Label, ProgressBar, Static
+
+from tfolab.labrun import LabResult, Measurement
+
+BAR_WIDTH = 18
+
+
+def verdict(measurement: Measurement) -> Text:
+    if measurement.ok is None:
+        return Text("—", style="dim")
+    if measurement.ok:
+        return Text("✓ in band", style="bold green")
+    return Text(f"✗ off {measurement.off_by_ms:.1f}", style="bold red")
+
+
+def bars(measurements: list[Measurement], width: int = BAR_WIDTH) -> Text:
+    """Two bars per iteration: predicted (░) and measured (█), on one scale."""
+    values = [m.predicted_ms + m.tolerance_ms for m in measurements]
+    values += [m.measured_ms for m in measurements if m.measured_ms is not None]
+    top = max(values, default=1.0) or 1.0
+    text = Text()
+    for m in measurements:
+        predicted = round(m.predicted_ms / top * width)
+        text.append(f"{m.i:>2} ", style="bold")
+        text.append("░" * max(predicted, 1), style="cyan")
+        text.append(f" {m.predicted_ms:.1f}\n", style="dim")
+        if m.measured_ms is not None:
+            measured = round(m.measured_ms / top * width)
+            style = "green" if m.ok else "red"
+            text.append("   " + "█" * max(measured, 1), style=style)
+            text.append(f" {m.measured_ms:.1f}\n")
+    text.append("   ░ predicted  █ measured (ms)", style="dim")
+    return text
+
+
+def counters_text(measured: dict[str, int], predicted: dict[str, int]) -> Text:
+    text = Text()
+    names = sorted(set(measured) | {k for k, v in predicted.items() if v})
+    shown = [n for n in names if measured.get(n) or predicted.get(n)]
+    if not shown:
+        return Text("no TcpExt counter moved", style="dim")
+    for name in shown:
+        got, want = measured.get(name, 0), predicted.get(name, 0)
+        text.append(f"{name.removeprefix('TCP')[:20]:<20} ", style="bold")
+        text.append(f"{got:>3}", style="green" if got == want else "yellow")
+        text.append(f" (model {want})\n", style="dim")
+    return text
+
+
+class ResultsPanel(Vertical):
+    """Hidden until the first real run; then progress, table, bars, counters."""
+
+    def compose(self) -> ComposeResult:
+        yield Label("Real run", classes="field-label")
+        yield Static("", id="run-status")
+        yield ProgressBar(total=1, show_eta=False, id="run-progress")
+        table: DataTable[str | Text] = DataTable(
+            id="measured", cursor_type="row", zebra_stripes=True
+        )
+        table.add_columns("#", "predicted", "measured", "verdict")
+        yield table
+        yield Static("", id="bars")
+        yield Label("Counters (TcpExt)", classes="field-label")
+        yield Static("", id="counters")
+
+    def start(self, scenario: str, delay_ms: float, iterations: int) -> None:
+        self.display = True
+        self.query_one("#run-status", Static).update(
+            f"running {scenario} at {delay_ms:g} ms one way…"
+        )
+        progress = self.query_one("#run-progress", ProgressBar)
+        progress.update(total=iterations + 1, progress=0)
+        progress.display = True
+        self.query_one("#measured", DataTable).clear()
+        self.query_one("#bars", Static).update("")
+        self.query_one("#counters", Static).update("")
+
+    def progress(self, event: dict[str, object]) -> None:
+        kind = event.get("event")
+        status = self.query_one("#run-status", Static)
+        bar = self.query_one("#run-progress", ProgressBar)
+        if kind == "setup":
+            status.update(f"namespace ready in {event.get('setup_ms')} ms ({event.get('backend')})")
+            bar.advance(1)
+        elif kind == "iteration":
+            status.update(f"iteration {event.get('i')}: {event.get('measured_ms')} ms")
+            bar.advance(1)
+        elif kind == "counters":
+            status.update("reading counters…")
+
+    def show_result(self, result: LabResult) -> None:
+        scenario = result.scenarios[0]
+        table = self.query_one("#measured", DataTable)
+        table.clear()
+        for m in scenario.measurements:
+            measured = f"{m.measured_ms:.1f}" if m.measured_ms is not None else "—"
+            table.add_row(
+                str(m.i), f"{m.predicted_ms:.1f} ± {m.tolerance_ms:g}", measured, verdict(m)
+            )
+        failures = sum(1 for m in scenario.measurements if m.ok is False)
+        summary = f"{scenario.planned.name} at {result.delay_ms:g} ms via {result.backend}: " + (
+            "all in band" if not failures else f"{failures} outside the band"
+        )
+        self.query_one("#run-status", Static).update(summary)
+        self.query_one("#run-progress", ProgressBar).display = False
+        self.query_one("#bars", Static).update(bars(scenario.measurements))
+        self.query_one("#counters", Static).update(
+            counters_text(scenario.counters, dict(scenario.simulation.counters))
+        )
+
+    def show_failure(self, reason: str) -> None:
+        self.display = True
+        self.query_one("#run-progress", ProgressBar).display = False
+        self.query_one("#run-status", Static).update(Text(reason, style="bold red"))
