@@ -1,0 +1,1 @@
+"""The Textual UI: app.py (the App), screens/, widgets/, one tfolab.tcss."""

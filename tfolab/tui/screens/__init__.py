@@ -1,0 +1,1 @@
+"""The UI's screens: start, lab, guide, help."""
