@@ -159,7 +159,13 @@ def _predictions(sim: Simulation, width: int) -> list[str]:
     for p in sim.predictions:
         band = f"{p.low_ms:.3f}-{p.high_ms:.3f}"
         head = f"{p.i:>4}  {p.predicted_ms:>9.3f} ms  {p.tolerance_ms:>7.3f}  {band:<17}  "
-        room = max(width - 1 - len(head), 20)
+        room = width - 1 - len(head)
+        if room < 30:  # narrow terminal: the explanation goes under the numbers
+            lines.append(head.rstrip())
+            lines += textwrap.wrap(
+                p.explanation, width=width - 1, initial_indent=" " * 6, subsequent_indent=" " * 8
+            )
+            continue
         why = textwrap.wrap(p.explanation, width=room) or [""]
         lines.append(head + why[0])
         lines += [" " * len(head) + more for more in why[1:]]

@@ -28,6 +28,7 @@ from tfolab.model.handshake import HandshakeMixin
 from tfolab.model.receive import ReceiveMixin
 from tfolab.model.wire import Env, Wire
 
+IPV4_MAX_PMTU = 65535
 TS_OPTION_BYTES = 12  # timestamps on every segment: the MSS in use is 12 B less
 RTO_MIN_NS = 200_000_000
 RTO_INIT_NS = 1_000_000_000
@@ -74,7 +75,10 @@ class TcpEndpoint(HandshakeMixin, ReceiveMixin):
         self.iteration = iteration
         self.counting = counting
         self.state = "CLOSED"
-        self.advmss = mtu - 40
+        # ipv4_default_advmss(): the path MTU is capped at IPV4_MAX_PMTU (65535), so
+        # loopback's 65536 gives an MSS option of 65495 and, with timestamps, an
+        # effective MSS (mss_cache, what `ss -i` shows as mss) of 65483.
+        self.advmss = min(mtu, IPV4_MAX_PMTU) - 40
         self.mss_cache = self.advmss - TS_OPTION_BYTES
         self.nodelay = nodelay
         self.autocorking = autocorking
@@ -139,6 +143,11 @@ class TcpEndpoint(HandshakeMixin, ReceiveMixin):
             cause=cause,
             caused_by=caused_by,
         ).id
+
+    def next_deadline(self) -> int | None:
+        """The next instant (ns) this socket needs `on_timer`/`on_release` called, if any."""
+        pending = [t for t in (self.delack_fire_ns, self.release_at) if t is not None]
+        return min(pending) if pending else None
 
     @property
     def packets_out(self) -> int:

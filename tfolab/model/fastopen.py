@@ -50,7 +50,7 @@ def cookie_for(key_generation: int) -> str:
 
 def syn_data_space(mtu: int) -> int:
     """How many bytes of data a SYN can carry: MSS without options, minus 40."""
-    mss_no_options = mtu - 20 - 20
+    mss_no_options = min(mtu, 65535) - 20 - 20
     return max(0, min(mss_no_options - MAX_TCP_OPTION_SPACE, SYN_DATA_FRAG_LIMIT))
 
 
