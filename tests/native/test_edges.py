@@ -134,3 +134,21 @@ def _garbling_server_body() -> list[str | None]:
 
 def test_a_reply_that_is_not_the_echo_is_a_verify_error() -> None:
     assert run_in_netns(_garbling_server_body) == ["verify: EBADMSG"]
+
+
+def _many_at_once_body() -> int:
+    with echo_server("--mode", "line", "--max-conns", "300") as (server, port):
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(300)]
+        for i, sock in enumerate(socks):
+            sock.sendall(b"connection %d\n" % i)
+        good = sum(_recv_exactly(s, len(b"connection %d\n" % i)) == b"connection %d\n" % i
+                   for i, s in enumerate(socks))  # fmt: skip
+        for sock in socks:
+            sock.close()
+        server.wait(timeout=10)  # --max-conns 300: exits once all have closed
+        assert server.returncode == 0
+    return good
+
+
+def test_many_connections_at_once() -> None:
+    assert run_in_netns(_many_at_once_body) == 300

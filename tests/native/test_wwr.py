@@ -18,12 +18,19 @@ from tfolab import native
 ROUNDS = 6
 STALL_MS = (39.5, 50.5)  # median of rounds 2..N: 40 ms delayed ACK + one tick (HZ >= 100)
 ROUND_MS = (38.0, 70.0)  # any single stalled round (a scheduling hiccup may add a tick)
-FAST_MS = 5.0
+FAST_MS = 5.0  # median of rounds without a stall
+HICCUP_MS = 20.0  # any single round: a busy machine may delay one, never by 40 ms
+
+
+def assert_fast(rounds: list[float]) -> None:
+    """No round waits for a delayed ACK."""
+    assert sorted(rounds)[len(rounds) // 2] < FAST_MS, rounds
+    assert max(rounds) < HICCUP_MS, rounds
 
 
 def assert_stalls(rounds: list[float]) -> None:
     """Round 1 is fast (quick-ACK mode), rounds 2..N wait for the delayed ACK."""
-    assert rounds[0] < FAST_MS, rounds
+    assert rounds[0] < HICCUP_MS, rounds
     later = sorted(rounds[1:])
     assert STALL_MS[0] <= later[len(later) // 2] <= STALL_MS[1], rounds
     assert all(ROUND_MS[0] <= ms <= ROUND_MS[1] for ms in later), rounds
@@ -48,13 +55,11 @@ def test_wwr_stalls_on_delayed_ack_from_round_two() -> None:
     ids=["nodelay", "cork", "msg_more", "single_write"],
 )
 def test_wwr_without_the_nagle_stall(client_flags: dict[str, bool]) -> None:
-    rounds = run_in_netns(_ctypes_rounds, client_flags, ())
-    assert max(rounds) < FAST_MS, rounds
+    assert_fast(run_in_netns(_ctypes_rounds, client_flags, ()))
 
 
 def test_server_quickack_removes_the_stall() -> None:
-    rounds = run_in_netns(_ctypes_rounds, {}, ("--quickack",))
-    assert max(rounds) < FAST_MS, rounds
+    assert_fast(run_in_netns(_ctypes_rounds, {}, ("--quickack",)))
 
 
 def test_server_nodelay_does_not_remove_the_stall() -> None:
@@ -84,4 +89,4 @@ def test_executable_json_shows_the_stall() -> None:
 
 def test_executable_json_nodelay_is_fast() -> None:
     samples = run_in_netns(_executable_rounds, "--nodelay")
-    assert max(s["round_ms"] for s in samples) < FAST_MS, samples
+    assert_fast([s["round_ms"] for s in samples])  # type: ignore[misc]
