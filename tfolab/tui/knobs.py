@@ -49,9 +49,9 @@ class Knob:
 
 NAGLE_KNOBS = (
     Knob("nodelay", "TCP_NODELAY (client)", "switch"),
-    Knob("cork", "TCP_CORK around the writes", "switch"),
-    Knob("msg_more", "MSG_MORE on the 1st write", "switch"),
-    Knob("single_write", "one write, not two", "switch"),
+    Knob("cork", "TCP_CORK (client)", "switch"),
+    Knob("msg_more", "MSG_MORE (1st write)", "switch"),
+    Knob("single_write", "a single write", "switch"),
     Knob("server_quickack", "TCP_QUICKACK (server)", "switch"),
 )
 

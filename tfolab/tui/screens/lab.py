@@ -37,6 +37,7 @@ from tfolab.tui.widgets.step_panel import StepPanel
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0)  # steps per second while playing
 DEFAULT_DELAY_MS = 10.0
+PROGRESS_EVERY_S = 1.0  # at most one progress repaint per second during a real run
 
 
 class LabScreen(Screen[None]):
@@ -46,13 +47,13 @@ class LabScreen(Screen[None]):
         Binding("n,right", "next_step", "Next"),
         Binding("p,left", "previous_step", "Prev"),
         Binding("space", "play", "Play/pause"),
-        Binding("home,0", "restart", "Restart"),
+        Binding("home,0", "restart", "Restart", show=False),
         Binding("plus,equals_sign", "faster", "Faster", show=False),
         Binding("minus", "slower", "Slower", show=False),
         Binding("r", "run", "Run for real"),
         Binding("g", "guide", "Guide"),
         Binding("s", "toggle_side", "Panel", show=False),
-        Binding("escape", "back", "Labs"),
+        Binding("escape", "back", "Back"),
     ]
 
     step: reactive[int] = reactive(0, init=False)
@@ -76,8 +77,9 @@ class LabScreen(Screen[None]):
             delay_ms,
             lab.scenario(scenario or lab.scenarios[0].name).iterations,
         )
-        self._measured_result: LabResult | None = None
         self._play_timer: Timer | None = None
+        self._progress_timer: Timer | None = None
+        self._pending_progress: list[RunnerEvent] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -117,7 +119,6 @@ class LabScreen(Screen[None]):
         except UserError as err:
             self._banner(f"Cannot simulate: {err.reason}. {err.fix}", "error")
             return
-        self._measured_result = None
         self.result = result
 
     def watch_result(self, result: LabResult | None) -> None:
@@ -152,7 +153,7 @@ class LabScreen(Screen[None]):
             self.step += 1
 
     def _show_step(self) -> None:
-        status = f"▶ playing x{self.speed:g}" if self.playing else f"⏸ speed x{self.speed:g}"
+        status = f"▶ playing x{self.speed:g}" if self.playing else f"paused, speed x{self.speed:g}"
         self.query_one(StepPanel).show(self.events, self.step, status)
 
     def _banner(self, text: str, kind: str) -> None:
@@ -250,11 +251,12 @@ class LabScreen(Screen[None]):
             )
         except UserError as err:
             self.running = False
+            self._flush_progress()
             self.query_one(ResultsPanel).show_failure(err.reason)
             self._banner(f"Real run impossible: {err.reason}. {err.fix}", "error")
             return
         self.running = False
-        self._measured_result = result
+        self._flush_progress()
         self._after_run(result, params)
 
     def _after_run(self, result: LabResult, params: LabParams) -> None:
@@ -282,4 +284,18 @@ class LabScreen(Screen[None]):
 
     @on(RunProgress)
     def _run_progress(self, message: RunProgress) -> None:
-        self.query_one(ResultsPanel).progress(message.event)
+        # A repaint costs CPU that, on a small machine, shows up in the very
+        # measurement it reports (the delayer and the sockets share the cores):
+        # progress is drawn at most once every PROGRESS_EVERY_S while a run goes.
+        self._pending_progress.append(message.event)
+        if self._progress_timer is None:
+            self._progress_timer = self.set_timer(PROGRESS_EVERY_S, self._flush_progress)
+
+    def _flush_progress(self) -> None:
+        if self._progress_timer is not None:
+            self._progress_timer.stop()
+            self._progress_timer = None
+        panel = self.query_one(ResultsPanel)
+        for event in self._pending_progress:
+            panel.progress(event)
+        self._pending_progress.clear()

@@ -52,7 +52,8 @@ class StartScreen(Screen[None]):
                         expand=True,
                     )
                     for scenario in lab.scenarios:
-                        node.add_leaf(scenario.name, data=(lab.name, scenario.name))
+                        label = Text.assemble(scenario.name, "  ", (scenario.summary, "dim"))
+                        node.add_leaf(label, data=(lab.name, scenario.name))
                 yield tree
                 yield Static("", id="summary")
             with VerticalScroll(id="guide-pane"):

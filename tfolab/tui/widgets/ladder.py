@@ -57,9 +57,7 @@ def measured_markers(scenario: ScenarioResult) -> dict[int, str]:
     markers: dict[int, str] = {}
     for m in scenario.measurements:
         if m.measured_ms is not None and ends.get(m.i) in index_of:
-            markers[index_of[ends[m.i]]] = (
-                f"▲ measured {m.measured_ms:.1f} ms · predicted {m.predicted_ms:.1f}"
-            )
+            markers[index_of[ends[m.i]]] = f"▲ measured {m.measured_ms:.1f} ms"
     return markers
 
 

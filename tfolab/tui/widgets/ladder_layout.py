@@ -17,7 +17,7 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tfolab.model.events import AppCall, Event, Segment, Timer
@@ -216,6 +216,9 @@ def layout(
     grid.axes(row_kinds)
     event_rows: dict[int, tuple[int, int]] = {}
     sends: dict[int, tuple[Mark, int]] = {}
+    texts: list[tuple[Mark, int]] = []
+    labels: list[Callable[[], None]] = []
+    # Lines first, words last: arrows never cut through a label or a note.
     for mark, mark_row in zip(marks, mark_rows, strict=True):
         if mark.owner != NO_OWNER:
             first, last = event_rows.get(mark.owner, (mark_row, mark_row))
@@ -225,18 +228,20 @@ def layout(
             sends[mark.owner] = (mark, mark_row)
         elif mark.kind == "arrive":
             send, send_row = sends[mark.owner]
-            grid.arrow(send, send_row, mark_row)
-        elif mark.kind == "measured":
+            labels.append(grid.arrow(send, send_row, mark_row))
+        else:
+            texts.append((mark, mark_row))
+    for draw_label in labels:
+        draw_label()
+    for mark, mark_row in texts:
+        if mark.kind == "measured":
+            text = fit_label(mark.text, geometry.server_x - geometry.client_x - 2)
             grid.text(
-                mark_row,
-                geometry.client_x + 2,
-                mark.text,
-                "measured",
-                NO_OWNER,
-                limit=geometry.server_x,
+                mark_row, geometry.client_x + 1, text, "measured", NO_OWNER, limit=geometry.server_x
             )
         else:
             grid.annotate(mark, mark_row)
+    grid.iteration_titles(row_kinds)
     return LadderLayout(grid.rows, scale, geometry, event_rows, breaks)
 
 
@@ -270,16 +275,20 @@ class _Grid:
             self.set(row, g.server_x, char, "axis", NO_OWNER)
         for row, (kind, text) in row_kinds.items():
             if kind == "iteration":
-                label = f" {text} "
                 for x in range(1, g.width - 1):
                     if x not in (g.client_x, g.server_x):
                         self.set(row, x, "╌", "iteration", NO_OWNER)
-                self.text(row, g.client_x + 3, label, "iteration", NO_OWNER, limit=g.server_x)
             else:
                 self.text(row, 1, "  ⋮", "break", NO_OWNER, limit=GUTTER)
                 middle = (g.client_x + g.server_x) // 2
                 label = f"≈ {text} later"
                 self.text(row, middle - len(label) // 2, label, "break", NO_OWNER, limit=g.server_x)
+
+    def iteration_titles(self, row_kinds: dict[int, tuple[str, str]]) -> None:
+        g = self.geometry
+        for row, (kind, text) in row_kinds.items():
+            if kind == "iteration":
+                self.text(row, g.client_x + 3, f" {text} ", "iteration", NO_OWNER, limit=g.server_x)
 
     def time(self, row: int, time_ms: float, owner: int) -> None:
         self.text(row, 0, f"{time_ms:6.1f}", "gutter", owner, limit=GUTTER - 1)
@@ -296,8 +305,11 @@ class _Grid:
         else:
             self.text(row, g.server_x + 2, mark.text, mark.kind, mark.owner, limit=g.width)
 
-    def arrow(self, send: Mark, first: int, last: int) -> None:
-        """A stepped slant from the sender's axis (row first) to the receiver's (row last)."""
+    def arrow(self, send: Mark, first: int, last: int) -> Callable[[], None]:
+        """A stepped slant from the sender's axis (row first) to the receiver's (row last).
+
+        Returns the drawing of its label, for the caller to do after every line.
+        """
         g = self.geometry
         role = "client" if send.side == "client" else "server"
         left, right = g.client_x + 1, g.server_x - 1
@@ -334,7 +346,7 @@ class _Grid:
             self.set(row, column(offset), char, role, send.owner)
         head = "▶" if send.side == "client" else "◀"
         self.set(last, column(span - 1), head, role, send.owner)
-        self._label(send, first, bounds, span, role)
+        return lambda: self._label(send, first, bounds, span, role)
 
     def _label(self, send: Mark, row: int, bounds: list[int], span: int, role: str) -> None:
         """The label rides on the send row, beside the arrow's first run if it fits."""

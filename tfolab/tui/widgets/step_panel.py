@@ -58,7 +58,7 @@ def describe_step(events: Sequence[Event], index: int, status: str = "") -> Text
         position = by_id.get(event.caused_by)
         if position is not None:
             cause = events[position]
-            text.append(f"  ← step {position + 1}: {_headline(cause)}", style="dim")
+            text.append(f"\n     ← step {position + 1}: {_headline(cause)}", style="dim")
     return text
 
 

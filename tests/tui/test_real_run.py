@@ -1,0 +1,58 @@
+"""A real run from the UI: press r, wait for the worker, see measured values.
+
+Needs root and network namespaces: the `lab_machine` fixture (tests/conftest.py)
+skips with the probe's reason where real runs are impossible.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from tests.tui.conftest import SIZE
+from tfolab.tui.screens.lab import LabScreen
+from tfolab.tui.widgets.ladder import LadderView
+
+pytestmark = pytest.mark.root
+
+
+async def _run_and_wait(pilot, screen: LabScreen, timeout_s: float = 90.0) -> None:
+    await pilot.press("r")  # a short run may be over by the time press() returns
+    deadline = time.monotonic() + timeout_s
+    while screen.running and time.monotonic() < deadline:
+        await pilot.pause(0.1)
+    assert not screen.running, "the real run did not finish in time"
+
+
+@pytest.mark.parametrize(("lab", "scenario"), [("fastopen", "cookie"), ("handshake", "plain")])
+async def test_real_run_fills_the_table(make_app, lab_machine, lab: str, scenario: str) -> None:
+    app = make_app(open_lab=lab, open_scenario=scenario)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LabScreen)
+        await pilot.click("#delay")
+        await pilot.press(
+            "end", "backspace", "backspace", "5", "escape"
+        )  # escape: back to the ladder
+        await pilot.pause()
+        assert screen.params.one_way_delay_ms == 5.0
+        await _run_and_wait(pilot, screen)
+        result = screen.result
+        assert result is not None and result.measured, str(
+            screen.query_one("#banner", Static).render()
+        )
+        table = screen.query_one("#measured", DataTable)
+        assert table.row_count == screen.params.iterations
+        measured = [m.measured_ms for m in result.scenarios[0].measurements]
+        assert all(value is not None and value > 0 for value in measured)
+        first_row = [str(cell) for cell in table.get_row_at(0)]
+        assert first_row[2] == f"{measured[0]:.1f}"
+        layout = screen.query_one(LadderView).ladder_layout
+        assert layout is not None
+        text = "\n".join("".join(c for c, _, _ in row) for row in layout.rows)
+        assert f"measured {measured[0]:.1f} ms" in text
+        if lab_machine.delay_backend != "none":
+            assert min(measured) >= 2 * 5.0 * 0.9  # at least one delayed round trip
