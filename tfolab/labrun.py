@@ -20,7 +20,7 @@ from tfolab.labs import Lab
 from tfolab.model import Accuracy, Simulation, simulate
 from tfolab.model.scenario import ScenarioConfig, SettingError
 from tfolab.runner.client import RunnerEvent, stream_events
-from tfolab.runner.delay import PER_PACKET_ERROR_MS
+from tfolab.runner.delay import HOST_OVERHEAD_MS, PER_PACKET_ERROR_MS
 from tfolab.runner.protocol import Job, JobScenario
 
 MAX_DELAY_MS = 1000.0
@@ -170,7 +170,10 @@ def plan(
 
 
 def accuracy_for(backend: str) -> Accuracy:
-    return Accuracy(per_packet_delay_error_ms=PER_PACKET_ERROR_MS.get(backend, 0.2))
+    return Accuracy(
+        per_packet_delay_error_ms=PER_PACKET_ERROR_MS.get(backend, PER_PACKET_ERROR_MS["nfqueue"]),
+        host_overhead_ms=HOST_OVERHEAD_MS,
+    )
 
 
 def predict(

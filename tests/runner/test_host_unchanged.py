@@ -8,6 +8,7 @@ the run started (server, delayer) together with the namespace they held.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -35,7 +36,8 @@ def host_state() -> dict[str, str]:
         "iptables-legacy": _out("iptables-legacy", "-S"),
         "lo qdisc": _out("tc", "qdisc", "show", "dev", "lo"),
         "lo link": _out("ip", "link", "show", "lo"),
-        "tcp_metrics": _out("ip", "tcp_metrics", "show"),
+        # the host's own cache, without the ever-changing "age" of its entries
+        "tcp_metrics": re.sub(r" age \S+", "", _out("ip", "tcp_metrics", "show")),
     }
     for name in SYSCTLS:
         path = Path("/proc/sys/net/ipv4") / name

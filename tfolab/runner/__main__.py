@@ -35,7 +35,9 @@ def main() -> int:
         delayer = _optional_delayer()
         how = netns.enter_new_netns()
         netns.set_loopback(True)
+        scheduling = netns.prefer_realtime()
         delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
+        delay.notes.append(scheduling)
         network = LabNetwork(delay.backend, delay.delay_ms, server)
         installed = delay
 

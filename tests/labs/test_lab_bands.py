@@ -1,0 +1,56 @@
+"""The product's promise: every lab, run for real, lands inside the model's bands.
+
+All three labs at 0 ms and at 10 ms one way, every scenario, through the
+command line exactly as a student runs them. On failure the message names the
+scenario, the iteration and how far outside its band it fell.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import LabMachine, run_tfolab
+
+
+@pytest.mark.parametrize("delay_ms", [0, 10])
+@pytest.mark.parametrize("lab", ["handshake", "fastopen", "delack"])
+def test_every_measurement_inside_its_band(
+    lab_machine: LabMachine, lab: str, delay_ms: int
+) -> None:
+    if delay_ms and lab_machine.delay_backend == "none":
+        pytest.skip("no delay backend on this machine")
+    done = run_tfolab("run", lab, "--delay", str(delay_ms), "--json")
+    assert done.returncode in (0, 1), done.stderr
+    result = json.loads(done.stdout)
+    outside = [
+        f"{s['name']} #{i['i']}: measured {i['measured_ms']:.2f} ms, predicted "
+        f"{i['predicted_ms']:.2f} ± {i['tolerance_ms']:.2f}"
+        for s in result["scenarios"]
+        for i in s["iterations"]
+        if not i["ok"]
+    ]
+    assert not outside, "\n".join(outside)
+    assert done.returncode == 0
+
+
+def test_fastopen_counters_confirm_the_story(delaying_machine: LabMachine) -> None:
+    done = run_tfolab("run", "fastopen", "--delay", "10", "--json")
+    counters = {s["name"]: s["counters"] for s in json.loads(done.stdout)["scenarios"]}
+    assert counters["cookie-request"]["TCPFastOpenCookieReqd"] == 1
+    assert counters["cookie"]["TCPFastOpenActive"] == 3
+    assert counters["invalid-cookie"]["TCPFastOpenPassiveFail"] == 1
+    assert counters["invalid-cookie"]["TCPFastOpenActiveFail"] == 1
+    assert counters["server-off"]["TCPFastOpenPassive"] == 0
+    assert counters["server-off"]["TCPFastOpenCookieReqd"] == 2
+    assert counters["no-cookie"]["TCPFastOpenPassive"] == 2
+
+
+def test_text_report_has_table_counters_and_conclusion(delaying_machine: LabMachine) -> None:
+    done = run_tfolab("run", "delack", "--delay", "10", "--scenario", "nagle")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "predicted" in done.stdout and "measured" in done.stdout
+    assert "DelayedACKs" in done.stdout
+    assert "inside their predicted bands" in done.stdout
+    assert "running nagle" in done.stderr
