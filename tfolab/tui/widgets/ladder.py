@@ -94,6 +94,7 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         self._delay_ms = 10.0
         self._markers: dict[int, str] = {}
         self._path: set[int] = set()
+        self._styles: dict[tuple[str, bool, str], Style] = {}
         self._layout: LadderLayout | None = None
         self._built_width = 0
 
@@ -160,28 +161,40 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
             return Strip.blank(width)
         return self._row_strip(row).crop_extend(int(self.scroll_offset.x), width, None)
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+
+    def _style(self, role: str, on_path: bool, state: str) -> Style:
+        """The style of a cell, from the component classes, computed once per combination."""
+        key = (role, on_path, state)
+        style = self._styles.get(key)
+        if style is None:
+            style = self.get_component_rich_style(f"ladder--{role}") if role in ROLES else Style()
+            if on_path:
+                style += self.get_component_rich_style("ladder--path")
+            if state:
+                style += self.get_component_rich_style(f"ladder--{state}")
+            self._styles[key] = style
+        return style
+
     def _row_strip(self, row: int) -> Strip:
-        styles = {role: self.get_component_rich_style(f"ladder--{role}") for role in ROLES}
-        current = self.get_component_rich_style("ladder--current")
-        future = self.get_component_rich_style("ladder--future")
-        path = self.get_component_rich_style("ladder--path")
         segments: list[RichSegment] = []
         run_text: list[str] = []
-        run_style: Style | None = None
+        run_key: tuple[str, bool, str] | None = None
+        step = self.step
         for char, role, owner in self._layout.rows[row] if self._layout else []:
-            style = styles.get(role, Style())
-            if owner != NO_OWNER:
-                if owner in self._path and role in ("client", "server", "timer"):
-                    style = style + path
-                if owner == self.step:
-                    style = style + current
-                elif owner > self.step:
-                    style = style + future
-            if style != run_style and run_text:
-                segments.append(RichSegment("".join(run_text), run_style))
+            if owner == NO_OWNER:
+                key = (role, False, "")
+            else:
+                on_path = owner in self._path and role in ("client", "server", "timer")
+                state = "current" if owner == step else "future" if owner > step else ""
+                key = (role, on_path, state)
+            if key != run_key and run_text:
+                segments.append(RichSegment("".join(run_text), self._style(*run_key)))
                 run_text = []
-            run_style = style
+            run_key = key
             run_text.append(char)
-        if run_text:
-            segments.append(RichSegment("".join(run_text), run_style))
+        if run_text and run_key is not None:
+            segments.append(RichSegment("".join(run_text), self._style(*run_key)))
         return Strip(segments)

@@ -36,6 +36,15 @@ class LabParams:
     settings: dict[str, str] = field(default_factory=dict)
 
 
+def _show_problem(field: Input, message: Static, problem: str) -> None:
+    """Mark a field invalid and say why under it; touch nothing that has not changed."""
+    field.set_class(bool(problem), "-invalid")
+    if message.display != bool(problem):
+        message.display = bool(problem)
+    if problem and str(message.render()) != problem:
+        message.update(problem)
+
+
 class ParamsPanel(VerticalScroll):
     """Inputs that re-simulate the lab as soon as they change."""
 
@@ -105,22 +114,18 @@ class ParamsPanel(VerticalScroll):
         iterations_input = self.query_one("#iterations", Input)
         iterations_error = self.query_one("#iterations-error", Static)
         delay: float | None = None
+        delay_problem = ""
         try:
             delay = labrun.parse_delay(delay_input.value)
-            delay_error.update("")
         except UserError as err:
-            delay_error.update(f"{err.reason}: {err.fix.removeprefix('give ')}")
-        delay_input.set_class(delay is None, "-invalid")
-        delay_error.display = delay is None
+            delay_problem = f"{err.reason}: {err.fix.removeprefix('give ')}"
+        _show_problem(delay_input, delay_error, delay_problem)
         iterations: int | None = None
         text = iterations_input.value.strip()
         if text.isdigit() and 1 <= int(text) <= labrun.MAX_ITERATIONS:
             iterations = int(text)
-            iterations_error.update("")
-        else:
-            iterations_error.update(f"iterations: a whole number from 1 to {labrun.MAX_ITERATIONS}")
-        iterations_input.set_class(iterations is None, "-invalid")
-        iterations_error.display = iterations is None
+        problem = "" if iterations else f"a whole number from 1 to {labrun.MAX_ITERATIONS}"
+        _show_problem(iterations_input, iterations_error, problem)
         if delay is None or iterations is None:
             return None
         settings = settings_for(self.knobs, self._lab_scenario().config, self._knob_values())
