@@ -153,7 +153,7 @@ class LabScreen(Screen[None]):
             self.step += 1
 
     def _show_step(self) -> None:
-        status = f"▶ playing x{self.speed:g}" if self.playing else f"paused, speed x{self.speed:g}"
+        status = f"▶ playing x{self.speed:g}" if self.playing else f"‖ x{self.speed:g}"
         self.query_one(StepPanel).show(self.events, self.step, status)
 
     def _banner(self, text: str, kind: str) -> None:

@@ -137,7 +137,7 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         first, last = self._layout.event_rows[self.step]
         # +1: row 0 of the widget is the pinned header.
         region = Region(0, first + 1, 1, last - first + 1)
-        self.scroll_to_region(region, animate=False, spacing=(0, 0, 2, 0), immediate=True)
+        self.scroll_to_region(region, animate=False, spacing=(2, 0, 2, 0), immediate=True)
 
     def on_click(self, event: events.Click) -> None:
         if self._layout is None or event.y < 1:

@@ -17,15 +17,15 @@ from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from tfolab.labrun import LabResult, Measurement
 
-BAR_WIDTH = 18
+BAR_WIDTH = 14
 
 
 def verdict(measurement: Measurement) -> Text:
     if measurement.ok is None:
         return Text("—", style="dim")
     if measurement.ok:
-        return Text("✓ in band", style="bold green")
-    return Text(f"✗ off {measurement.off_by_ms:.1f}", style="bold red")
+        return Text("✓", style="bold green")
+    return Text(f"✗{measurement.off_by_ms:+.1f}", style="bold red")
 
 
 def bars(measurements: list[Measurement], width: int = BAR_WIDTH) -> Text:
@@ -44,7 +44,7 @@ def bars(measurements: list[Measurement], width: int = BAR_WIDTH) -> Text:
             style = "green" if m.ok else "red"
             text.append("   " + "█" * max(measured, 1), style=style)
             text.append(f" {m.measured_ms:.1f}\n")
-    text.append("   ░ predicted  █ measured (ms)", style="dim")
+    text.append("   ░ model  █ measured, ms", style="dim")
     return text
 
 
@@ -56,14 +56,17 @@ def counters_text(measured: dict[str, int], predicted: dict[str, int]) -> Text:
         return Text("no TcpExt counter moved", style="dim")
     for name in shown:
         got, want = measured.get(name, 0), predicted.get(name, 0)
-        text.append(f"{name.removeprefix('TCP')[:20]:<20} ", style="bold")
+        text.append(f"{name.removeprefix('TCP')[:17]:<17} ", style="bold")
         text.append(f"{got:>3}", style="green" if got == want else "yellow")
         text.append(f" (model {want})\n", style="dim")
     return text
 
 
 class ResultsPanel(Vertical):
-    """Hidden until the first real run; then progress, table, bars, counters."""
+    """Hidden until the first real run; then progress, table, bars, counters.
+
+    Sized for the 30-column side panel: short column titles, short verdicts.
+    """
 
     def compose(self) -> ComposeResult:
         yield Label("Real run", classes="field-label")
@@ -72,7 +75,7 @@ class ResultsPanel(Vertical):
         table: DataTable[str | Text] = DataTable(
             id="measured", cursor_type="row", zebra_stripes=True
         )
-        table.add_columns("#", "predicted", "measured", "verdict")
+        table.add_columns("#", "model ms", "measured", "ok")
         yield table
         yield Static("", id="bars")
         yield Label("Counters (TcpExt)", classes="field-label")
@@ -110,7 +113,7 @@ class ResultsPanel(Vertical):
         for m in scenario.measurements:
             measured = f"{m.measured_ms:.1f}" if m.measured_ms is not None else "—"
             table.add_row(
-                str(m.i), f"{m.predicted_ms:.1f} ± {m.tolerance_ms:g}", measured, verdict(m)
+                str(m.i), f"{m.predicted_ms:.1f}±{m.tolerance_ms:g}", measured, verdict(m)
             )
         failures = sum(1 for m in scenario.measurements if m.ok is False)
         summary = f"{scenario.planned.name} at {result.delay_ms:g} ms via {result.backend}: " + (
@@ -122,6 +125,7 @@ class ResultsPanel(Vertical):
         self.query_one("#counters", Static).update(
             counters_text(scenario.counters, dict(scenario.simulation.counters))
         )
+        self.scroll_visible(animate=False)
 
     def show_failure(self, reason: str) -> None:
         self.display = True
