@@ -67,6 +67,7 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 # --------------------------------------------------------------------------- binary
 
+
 def find_binary(explicit: str | None, workdir: Path) -> str:
     """--binary, else the installed package's tfo-delay, else compile the source."""
     if explicit:
@@ -79,18 +80,24 @@ def find_binary(explicit: str | None, workdir: Path) -> str:
             return str(installed)
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        sys.exit("delay_accuracy: tfo-delay is not installed and there is no cc to build it; "
-                 "install tfolab or pass --binary")
+        sys.exit(
+            "delay_accuracy: tfo-delay is not installed and there is no cc to build it; "
+            "install tfolab or pass --binary"
+        )
     out = workdir / "tfo-delay"
-    build = subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
-                            "-o", str(out), str(SOURCE)],
-                           capture_output=True, text=True, timeout=120)
+    build = subprocess.run(
+        [compiler, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(SOURCE)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if build.returncode != 0:
         sys.exit(f"delay_accuracy: compiling {SOURCE} failed:\n{build.stderr}")
     return str(out)
 
 
 # --------------------------------------------------------------------------- namespace side
+
 
 def bring_lo_up() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -103,17 +110,41 @@ def add_queue_rule(protocol: str, queue: int) -> None:
     for iptables in ("iptables", "iptables-legacy"):
         if shutil.which(iptables) is None:
             continue
-        rule = [iptables, "-w", "-A", "OUTPUT", "-o", "lo", "-p", protocol,
-                "-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"]
+        rule = [
+            iptables,
+            "-w",
+            "-A",
+            "OUTPUT",
+            "-o",
+            "lo",
+            "-p",
+            protocol,
+            "-j",
+            "NFQUEUE",
+            "--queue-num",
+            str(queue),
+            "--queue-bypass",
+        ]
         if subprocess.run(rule, capture_output=True, timeout=10).returncode == 0:
             return
     raise SystemExit("delay_accuracy: no iptables could install the NFQUEUE rule")
 
 
 def start_delayer(binary: str, delay_ms: float, queue: int) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([binary, "--queue", str(queue), "--delay-ms", repr(delay_ms),
-                             "--stats-json", "--die-with-parent"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--queue",
+            str(queue),
+            "--delay-ms",
+            repr(delay_ms),
+            "--stats-json",
+            "--die-with-parent",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 5.0)
     line = proc.stdout.readline().strip() if ready else ""
@@ -222,17 +253,30 @@ def measure(binary: str, delay_ms: float, packets: int, burst: int, interval_ms:
 
 # --------------------------------------------------------------------------- figures
 
+
 def spread(errors_ms: list[float]) -> dict:
     if not errors_ms:
         return {"n": 0, "median": None, "p99": None, "max": None, "min": None}
     ordered = sorted(errors_ms)
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered) + 0.999999) - 1)]
-    return {"n": len(ordered), "median": round(statistics.median(ordered), 4),
-            "p99": round(p99, 4), "max": round(ordered[-1], 4), "min": round(ordered[0], 4)}
+    return {
+        "n": len(ordered),
+        "median": round(statistics.median(ordered), 4),
+        "p99": round(p99, 4),
+        "max": round(ordered[-1], 4),
+        "min": round(ordered[0], 4),
+    }
 
 
-def summarise(rows: list[list[int]], delay_ms: float, packets: int, burst: int,
-              interval_ms: float, stats: dict, stats_line: str) -> dict:
+def summarise(
+    rows: list[list[int]],
+    delay_ms: float,
+    packets: int,
+    burst: int,
+    interval_ms: float,
+    stats: dict,
+    stats_line: str,
+) -> dict:
     paced = packets - burst
     seqs = [r[0] for r in rows]
     unique = set(seqs)
@@ -247,17 +291,29 @@ def summarise(rows: list[list[int]], delay_ms: float, packets: int, burst: int,
             return [(r[3] - r[1]) / 1e6 - delay_ms for r in selected]
         return [(r[4] - r[2]) / 1e6 - delay_ms for r in selected if r[4]]
 
-    groups = {"paced": [r for r in rows if r[0] < paced],
-              "burst": [r for r in rows if r[0] >= paced], "all": rows}
+    groups = {
+        "paced": [r for r in rows if r[0] < paced],
+        "burst": [r for r in rows if r[0] >= paced],
+        "all": rows,
+    }
     return {
-        "delay_ms": delay_ms, "packets": packets, "paced": paced, "burst": burst,
-        "interval_ms": interval_ms, "kernel": platform.release(),
-        "received": len(rows), "lost": packets - len(unique),
-        "duplicates": len(seqs) - len(unique), "reordered": reordered,
-        "error_ms": {f"{group}_{which}": spread(errors(which, selected))
-                     for group, selected in groups.items()
-                     for which in ("receiver", "kernel")},
-        "delayer": stats, "delayer_line": stats_line,
+        "delay_ms": delay_ms,
+        "packets": packets,
+        "paced": paced,
+        "burst": burst,
+        "interval_ms": interval_ms,
+        "kernel": platform.release(),
+        "received": len(rows),
+        "lost": packets - len(unique),
+        "duplicates": len(seqs) - len(unique),
+        "reordered": reordered,
+        "error_ms": {
+            f"{group}_{which}": spread(errors(which, selected))
+            for group, selected in groups.items()
+            for which in ("receiver", "kernel")
+        },
+        "delayer": stats,
+        "delayer_line": stats_line,
     }
 
 
@@ -276,8 +332,10 @@ def report(result: dict) -> str:
             if s["n"] == 0:
                 lines.append(f"  {group + ', ' + label:26}{'-':>9}{'-':>9}{'-':>9}{'-':>9}{0:>7}")
                 continue
-            lines.append(f"  {group + ', ' + label:26}{s['median']:>9.3f}{s['p99']:>9.3f}"
-                         f"{s['max']:>9.3f}{s['min']:>9.3f}{s['n']:>7}")
+            lines.append(
+                f"  {group + ', ' + label:26}{s['median']:>9.3f}{s['p99']:>9.3f}"
+                f"{s['max']:>9.3f}{s['min']:>9.3f}{s['n']:>7}"
+            )
     lines.append(f"losses {r['lost']}, reordered {r['reordered']}, duplicates {r['duplicates']}")
     lines.append(f"delayer: {r['delayer_line'] or '(no statistics line)'}")
     return "\n".join(lines)
@@ -285,23 +343,33 @@ def report(result: dict) -> str:
 
 # --------------------------------------------------------------------------- main
 
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Accuracy of the tfo-delay NFQUEUE delayer "
-                                "(run as root; works in a namespace of its own).")
+    p = argparse.ArgumentParser(
+        description="Accuracy of the tfo-delay NFQUEUE delayer "
+        "(run as root; works in a namespace of its own)."
+    )
     p.add_argument("--delay-ms", type=float, default=10.0, help="one-way delay D (default 10)")
     p.add_argument("--packets", type=int, default=1000, help="datagrams in all (default 1000)")
-    p.add_argument("--burst", type=int, default=200,
-                   help="of which sent back to back at the end (default 200)")
-    p.add_argument("--interval-ms", type=float, default=0.5,
-                   help="pacing of the others (default 0.5)")
+    p.add_argument(
+        "--burst", type=int, default=200, help="of which sent back to back at the end (default 200)"
+    )
+    p.add_argument(
+        "--interval-ms", type=float, default=0.5, help="pacing of the others (default 0.5)"
+    )
     p.add_argument("--binary", help="tfo-delay to measure (default: installed, else built)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--inside-namespace", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.delay_ms < 0 or args.packets < 1 or not 0 <= args.burst <= args.packets \
-            or args.interval_ms < 0:
-        p.error("need --delay-ms >= 0, --packets >= 1, 0 <= --burst <= --packets, "
-                "--interval-ms >= 0")
+    if (
+        args.delay_ms < 0
+        or args.packets < 1
+        or not 0 <= args.burst <= args.packets
+        or args.interval_ms < 0
+    ):
+        p.error(
+            "need --delay-ms >= 0, --packets >= 1, 0 <= --burst <= --packets, --interval-ms >= 0"
+        )
     return args
 
 
@@ -312,8 +380,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result))
         return 0
     if os.geteuid() != 0:
-        print("delay_accuracy: needs root (network namespace, iptables, NFQUEUE): "
-              "sudo python benchmarks/delay_accuracy.py", file=sys.stderr)
+        print(
+            "delay_accuracy: needs root (network namespace, iptables, NFQUEUE): "
+            "sudo python benchmarks/delay_accuracy.py",
+            file=sys.stderr,
+        )
         return 2
     if shutil.which("unshare") is None:
         print("delay_accuracy: needs unshare (util-linux)", file=sys.stderr)
@@ -322,14 +393,33 @@ def main(argv: list[str] | None = None) -> int:
         binary = find_binary(args.binary, Path(work))
         budget = 60 + args.delay_ms / 1e3 + args.packets * (args.interval_ms / 1e3 + 0.001)
         inner = subprocess.run(
-            ["unshare", "--net", "--", sys.executable, str(Path(__file__).resolve()),
-             "--inside-namespace", "--binary", binary, "--delay-ms", repr(args.delay_ms),
-             "--packets", str(args.packets), "--burst", str(args.burst),
-             "--interval-ms", repr(args.interval_ms)],
-            capture_output=True, text=True, timeout=budget)
+            [
+                "unshare",
+                "--net",
+                "--",
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--inside-namespace",
+                "--binary",
+                binary,
+                "--delay-ms",
+                repr(args.delay_ms),
+                "--packets",
+                str(args.packets),
+                "--burst",
+                str(args.burst),
+                "--interval-ms",
+                repr(args.interval_ms),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=budget,
+        )
     if inner.returncode != 0 or not inner.stdout.strip():
-        print(f"delay_accuracy: the measurement failed: {inner.stderr.strip()[-500:]}",
-              file=sys.stderr)
+        print(
+            f"delay_accuracy: the measurement failed: {inner.stderr.strip()[-500:]}",
+            file=sys.stderr,
+        )
         return 1
     result = json.loads(inner.stdout.strip().splitlines()[-1])
     print(json.dumps(result) if args.json else report(result))

@@ -117,9 +117,7 @@ def checks() -> list[Check]:
         )
     )
     hz, source = kernel.kernel_hz()
-    found.append(
-        Check("kernel HZ", True, f"{hz} ({source}); the model uses it for timer ticks")
-    )
+    found.append(Check("kernel HZ", True, f"{hz} ({source}); the model uses it for timer ticks"))
     found.append(_native_check())
     for tool in ("ip", "tc"):
         path = shutil.which(tool)

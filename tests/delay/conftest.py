@@ -41,8 +41,12 @@ def compile_binary(out: Path, *flags: str) -> str:
         pytest.skip("tfo-delay is not installed and there is no C compiler to build it")
     if not SOURCE.is_file():
         pytest.skip(f"tfo-delay is not installed and {SOURCE} is not here to build it")
-    build = subprocess.run([compiler, *WARNINGS, *flags, "-o", str(out), str(SOURCE)],
-                           capture_output=True, text=True, timeout=180)
+    build = subprocess.run(
+        [compiler, *WARNINGS, *flags, "-o", str(out), str(SOURCE)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert build.returncode == 0, f"compiling tfo-delay failed:\n{build.stderr}"
     return str(out)
 
@@ -50,14 +54,20 @@ def compile_binary(out: Path, *flags: str) -> str:
 @pytest.fixture(scope="session")
 def tfo_delay(tmp_path_factory: pytest.TempPathFactory) -> str:
     return installed_binary() or compile_binary(
-        tmp_path_factory.mktemp("tfo-delay") / "tfo-delay", "-O2")
+        tmp_path_factory.mktemp("tfo-delay") / "tfo-delay", "-O2"
+    )
 
 
 @pytest.fixture(scope="session")
 def tfo_delay_sanitized(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return compile_binary(tmp_path_factory.mktemp("tfo-delay-asan") / "tfo-delay",
-                          "-O1", "-g", "-fno-omit-frame-pointer",
-                          "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined")
+    return compile_binary(
+        tmp_path_factory.mktemp("tfo-delay-asan") / "tfo-delay",
+        "-O1",
+        "-g",
+        "-fno-omit-frame-pointer",
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=undefined",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -69,8 +79,9 @@ def nfqueue_netns(tfo_delay: str) -> None:
         pytest.skip("needs unshare (util-linux) to make a network namespace")
     if shutil.which("iptables") is None and shutil.which("iptables-legacy") is None:
         pytest.skip("needs iptables for the NFQUEUE rule")
-    probe = subprocess.run(["unshare", "--net", "--", "true"], capture_output=True, text=True,
-                           timeout=30)
+    probe = subprocess.run(
+        ["unshare", "--net", "--", "true"], capture_output=True, text=True, timeout=30
+    )
     if probe.returncode != 0:
         pytest.skip(f"cannot make a network namespace: {probe.stderr.strip()}")
     done = run_in_netns("probe", tfo_delay, timeout=30, check=False)
@@ -79,13 +90,32 @@ def nfqueue_netns(tfo_delay: str) -> None:
         pytest.skip(f"no NFQUEUE delay in a namespace here: {reason}")
 
 
-def run_in_netns(scenario: str, binary: str, *args: str, timeout: float = 60,
-                 check: bool = True, env: dict[str, str] | None = None) -> dict:
+def run_in_netns(
+    scenario: str,
+    binary: str,
+    *args: str,
+    timeout: float = 60,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> dict:
     """Run one ns_scenarios.py scenario in a fresh network namespace; its JSON."""
-    done = subprocess.run(["unshare", "--net", "--", sys.executable, str(SCENARIOS), scenario,
-                           "--binary", binary, *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [
+            "unshare",
+            "--net",
+            "--",
+            sys.executable,
+            str(SCENARIOS),
+            scenario,
+            "--binary",
+            binary,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
     if not check and done.returncode != 0:
         return {"error": done.stderr.strip()[-500:]}
     assert done.returncode == 0, f"scenario {scenario} failed:\n{done.stderr[-2000:]}"

@@ -49,9 +49,26 @@ def add_rule(protocol: str, queue: int = QUEUE) -> None:
     for iptables in ("iptables", "iptables-legacy"):
         if shutil.which(iptables) is None:
             continue
-        done = subprocess.run([iptables, "-w", "-A", "OUTPUT", "-o", "lo", "-p", protocol,
-                               "-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"],
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            [
+                iptables,
+                "-w",
+                "-A",
+                "OUTPUT",
+                "-o",
+                "lo",
+                "-p",
+                protocol,
+                "-j",
+                "NFQUEUE",
+                "--queue-num",
+                str(queue),
+                "--queue-bypass",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if done.returncode == 0:
             return
         errors.append(done.stderr.strip())
@@ -61,12 +78,24 @@ def add_rule(protocol: str, queue: int = QUEUE) -> None:
 class Delayer:
     """tfo-delay as a child: started, waited for READY, stopped with its output kept."""
 
-    def __init__(self, binary: str, delay_ms: float, queue: int = QUEUE,
-                 extra: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, binary: str, delay_ms: float, queue: int = QUEUE, extra: tuple[str, ...] = ()
+    ) -> None:
         self.proc = subprocess.Popen(
-            [binary, "--queue", str(queue), "--delay-ms", repr(delay_ms), "--stats-json",
-             "--die-with-parent", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                binary,
+                "--queue",
+                str(queue),
+                "--delay-ms",
+                repr(delay_ms),
+                "--stats-json",
+                "--die-with-parent",
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], 10.0)
         self.ready = (self.proc.stdout.readline().strip() if ready else "") == "READY"
@@ -83,8 +112,13 @@ class Delayer:
                 self.stdout, self.stderr = self.proc.communicate(timeout=10)
             self.returncode = self.proc.returncode
         stats = [ln for ln in self.stdout.splitlines() if ln.startswith("{")]
-        return {"returncode": self.returncode, "ready": self.ready, "stdout": self.stdout,
-                "stderr": self.stderr, "stats": json.loads(stats[-1]) if stats else None}
+        return {
+            "returncode": self.returncode,
+            "ready": self.ready,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "stats": json.loads(stats[-1]) if stats else None,
+        }
 
 
 def ms_since(start_ns: int) -> float:
@@ -124,6 +158,7 @@ def listener_socket() -> socket.socket:
 
 # ---------------------------------------------------------------------------- scenarios
 
+
 def scenario_timing(args: argparse.Namespace) -> dict:
     """connect() and an echo round trip through the delayer, `iterations` times."""
     add_rule("tcp")
@@ -136,11 +171,11 @@ def scenario_timing(args: argparse.Namespace) -> dict:
     for _ in range(args.iterations):
         client, server, connect_ms = tcp_pair(listener)
         connects.append(connect_ms)
-        time.sleep(settle)          # the handshake's last ACK has gone through
+        time.sleep(settle)  # the handshake's last ACK has gone through
         echoes.append(echo_ms(client, server))
         client.close()
         server.close()
-        time.sleep(settle)          # FINs and their ACKs have gone through
+        time.sleep(settle)  # FINs and their ACKs have gone through
     listener.close()
     return {"connect_ms": connects, "echo_ms": echoes, **delayer.stop()}
 
@@ -173,7 +208,7 @@ def scenario_release(args: argparse.Namespace) -> dict:
     term_ns = time.monotonic_ns()
     stopped = delayer.stop()
     stop_ms = ms_since(term_ns)
-    time.sleep(args.stream_s / 2)       # keep sending after the delayer is gone
+    time.sleep(args.stream_s / 2)  # keep sending after the delayer is gone
     stop_sending.set()
     sender.join(timeout=10)
     seqs = []
@@ -184,10 +219,17 @@ def scenario_release(args: argparse.Namespace) -> dict:
         except TimeoutError:
             break
     overtaken = [a for a, b in itertools.pairwise(seqs) if b < a]
-    return {"sent": sent, "received": len(seqs), "in_order": seqs == sorted(seqs),
-            "inversions": len(overtaken), "inversion_at": overtaken[:5],
-            "unique": len(set(seqs)), "stop_ms": stop_ms,
-            "all_read_ms": ms_since(term_ns), **stopped}
+    return {
+        "sent": sent,
+        "received": len(seqs),
+        "in_order": seqs == sorted(seqs),
+        "inversions": len(overtaken),
+        "inversion_at": overtaken[:5],
+        "unique": len(set(seqs)),
+        "stop_ms": stop_ms,
+        "all_read_ms": ms_since(term_ns),
+        **stopped,
+    }
 
 
 def scenario_kill(args: argparse.Namespace) -> dict:
@@ -205,17 +247,30 @@ def scenario_kill(args: argparse.Namespace) -> dict:
     old_echo = echo_ms(old_client, old_server)
     for s in (client, server, old_client, old_server, listener):
         s.close()
-    return {"connect_before_ms": before_ms, "connect_after_ms": after_ms,
-            "echo_after_ms": fresh_echo, "old_connection_echo_ms": old_echo, **stopped}
+    return {
+        "connect_before_ms": before_ms,
+        "connect_after_ms": after_ms,
+        "echo_after_ms": fresh_echo,
+        "old_connection_echo_ms": old_echo,
+        **stopped,
+    }
 
 
 def scenario_busy(args: argparse.Namespace) -> dict:
     """A second delayer on a queue that is already bound."""
     first = Delayer(args.binary, args.delay_ms)
-    second = subprocess.run([args.binary, "--queue", str(QUEUE), "--delay-ms", "1"],
-                            capture_output=True, text=True, timeout=10)
-    return {"second_returncode": second.returncode, "second_stderr": second.stderr,
-            "second_stdout": second.stdout, "first": first.stop()}
+    second = subprocess.run(
+        [args.binary, "--queue", str(QUEUE), "--delay-ms", "1"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    return {
+        "second_returncode": second.returncode,
+        "second_stderr": second.stderr,
+        "second_stdout": second.stdout,
+        "first": first.stop(),
+    }
 
 
 def scenario_eperm(args: argparse.Namespace) -> dict:
@@ -226,8 +281,13 @@ def scenario_eperm(args: argparse.Namespace) -> dict:
         if libc.prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN, 0, 0, 0) != 0:
             os._exit(99)
 
-    done = subprocess.run([args.binary, "--queue", str(QUEUE), "--delay-ms", "1"],
-                          capture_output=True, text=True, timeout=10, preexec_fn=drop_net_admin)
+    done = subprocess.run(
+        [args.binary, "--queue", str(QUEUE), "--delay-ms", "1"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        preexec_fn=drop_net_admin,
+    )
     return {"returncode": done.returncode, "stderr": done.stderr, "stdout": done.stdout}
 
 
@@ -262,9 +322,15 @@ def scenario_probe(args: argparse.Namespace) -> dict:
     return Delayer(args.binary, args.delay_ms).stop()
 
 
-SCENARIOS = {"probe": scenario_probe, "timing": scenario_timing, "release": scenario_release,
-             "kill": scenario_kill, "busy": scenario_busy, "eperm": scenario_eperm,
-             "overflow": scenario_overflow}
+SCENARIOS = {
+    "probe": scenario_probe,
+    "timing": scenario_timing,
+    "release": scenario_release,
+    "kill": scenario_kill,
+    "busy": scenario_busy,
+    "eperm": scenario_eperm,
+    "overflow": scenario_overflow,
+}
 
 
 def main() -> int:

@@ -10,8 +10,16 @@ import subprocess
 
 import pytest
 
-FLAGS = ["--queue", "--delay-ms", "--max-queue", "--die-with-parent", "--stats-json",
-         "--fail-open", "--rt-priority", "--help"]
+FLAGS = [
+    "--queue",
+    "--delay-ms",
+    "--max-queue",
+    "--die-with-parent",
+    "--stats-json",
+    "--fail-open",
+    "--rt-priority",
+    "--help",
+]
 
 
 def run(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -68,7 +76,11 @@ def test_bad_input_exits_2_with_one_line(tfo_delay: str, args: tuple[str, ...], 
 def test_good_delays_pass_the_argument_check(tfo_delay: str, delay: str) -> None:
     # Arguments are checked in order and --help exits 0 when reached: exit 0 means
     # the delay before it was accepted (and no queue is bound).
-    done = subprocess.run([tfo_delay, "--queue", "65535", "--delay-ms", delay, "--help"],
-                          capture_output=True, text=True, timeout=10)
+    done = subprocess.run(
+        [tfo_delay, "--queue", "65535", "--delay-ms", delay, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     assert done.returncode == 0, done.stderr
     assert "is not a delay" not in done.stderr

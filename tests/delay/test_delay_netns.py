@@ -22,9 +22,23 @@ from .conftest import run_in_netns
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("nfqueue_netns")]
 
 BENCHMARK = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "delay_accuracy.py"
-STATS_KEYS = {"queue", "delay_ms", "packets", "max_queue_depth", "enobufs", "lost",
-              "released_at_exit", "verdict_errors", "overflow_accepts", "kernel_queue_dropped",
-              "kernel_user_dropped", "late_median_us", "late_p99_us", "late_max_us", "sched"}
+STATS_KEYS = {
+    "queue",
+    "delay_ms",
+    "packets",
+    "max_queue_depth",
+    "enobufs",
+    "lost",
+    "released_at_exit",
+    "verdict_errors",
+    "overflow_accepts",
+    "kernel_queue_dropped",
+    "kernel_user_dropped",
+    "late_median_us",
+    "late_p99_us",
+    "late_max_us",
+    "sched",
+}
 
 
 @pytest.mark.parametrize("delay_ms", [0, 0.5, 5, 10, 25])
@@ -48,17 +62,33 @@ def test_connect_and_echo_each_take_two_delays(tfo_delay: str, delay_ms: float) 
     assert stats["kernel_queue_dropped"] == stats["kernel_user_dropped"] == 0
     assert stats["late_median_us"] < 200
     line = run["stderr"].strip().splitlines()[-1]
-    assert line.startswith(f"tfo-delay: queue 7 delay {delay_ms:.3f} ms: packets "
-                           f"{stats['packets']}, max queue depth ")
+    assert line.startswith(
+        f"tfo-delay: queue 7 delay {delay_ms:.3f} ms: packets {stats['packets']}, max queue depth "
+    )
     assert "lateness us median" in line
 
 
 def test_burst_arrives_complete_in_order_and_delayed_by_d(tfo_delay: str) -> None:
     # 100 datagrams paced every 0.5 ms, then 300 back to back; the receiver
     # compares its CLOCK_MONOTONIC read time with the send time in the payload.
-    done = subprocess.run([sys.executable, str(BENCHMARK), "--binary", tfo_delay,
-                           "--delay-ms", "10", "--packets", "400", "--burst", "300", "--json"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARK),
+            "--binary",
+            tfo_delay,
+            "--delay-ms",
+            "10",
+            "--packets",
+            "400",
+            "--burst",
+            "300",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["received"] == 400
@@ -142,11 +172,16 @@ def test_without_cap_net_admin_exits_2(tfo_delay: str) -> None:
 
 
 def test_sanitized_build_runs_clean(tfo_delay_sanitized: str) -> None:
-    env = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=86",
-           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87"}
-    runs = [run_in_netns("timing", tfo_delay_sanitized, "--delay-ms", "5", "--iterations", "3",
-                         env=env),
-            run_in_netns("release", tfo_delay_sanitized, "--delay-ms", "3000", env=env)]
+    env = {
+        "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=86",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87",
+    }
+    runs = [
+        run_in_netns(
+            "timing", tfo_delay_sanitized, "--delay-ms", "5", "--iterations", "3", env=env
+        ),
+        run_in_netns("release", tfo_delay_sanitized, "--delay-ms", "3000", env=env),
+    ]
     for run in runs:
         assert run["returncode"] == 0, run["stderr"]
         for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error", "UndefinedBehavior"):

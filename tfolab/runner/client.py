@@ -15,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+from tfolab.errors import UserError
 from tfolab.runner.protocol import Job
 
 RunnerEvent = dict[str, Any]
@@ -22,14 +23,20 @@ RunnerEvent = dict[str, Any]
 
 async def stream_events(job: Job, *, timeout_s: float = 600.0) -> AsyncIterator[RunnerEvent]:
     """Yield the runner's events; the last one is "done" or "error"."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tfolab.runner",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tfolab.runner",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as err:
+        raise UserError(
+            f"cannot start the lab runner ({sys.executable}): {err.strerror}",
+            "check that this Python and tfolab are readable by your user",
+        ) from None
     assert process.stdin is not None and process.stdout is not None
     finished = False
     try:
