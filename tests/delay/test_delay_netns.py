@@ -94,9 +94,13 @@ def test_burst_arrives_complete_in_order_and_delayed_by_d(tfo_delay: str) -> Non
     assert result["received"] == 400
     assert result["lost"] == result["duplicates"] == result["reordered"] == 0
     errors = result["error_ms"]
-    for group in ("all_receiver", "burst_receiver"):
-        assert errors[group]["min"] >= 0.0, f"{group}: delivered early: {errors[group]}"
+    # The kernel's receive stamp times the delay itself; the receiver's own
+    # clock adds how fast a Python loop drains 300 datagrams, so it only has
+    # to show that nothing arrives early.
+    for group in ("all_kernel", "burst_kernel"):
         assert errors[group]["median"] <= 0.2, f"{group}: {errors[group]}"
+    for group in ("all_receiver", "burst_receiver", "all_kernel", "burst_kernel"):
+        assert errors[group]["min"] >= 0.0, f"{group}: delivered early: {errors[group]}"
     delayer = result["delayer"]
     assert delayer["packets"] == 400
     assert delayer["max_queue_depth"] >= 300
