@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 import pytest
 
+# Real timings on a shared 2-CPU VM: one rerun absorbs a hypervisor hiccup
+# (a lone 3-6 ms stall seen about once in a few hundred runs); a systematic
+# miss fails twice and still fails the test.
+TIMING = pytest.mark.flaky(reruns=1)
+
 
 @dataclass(frozen=True)
 class LabMachine:

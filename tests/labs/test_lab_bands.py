@@ -11,9 +11,10 @@ import json
 
 import pytest
 
-from tests.conftest import LabMachine, run_tfolab
+from tests.conftest import TIMING, LabMachine, run_tfolab
 
 
+@TIMING
 @pytest.mark.parametrize("delay_ms", [0, 10])
 @pytest.mark.parametrize("lab", ["handshake", "fastopen", "delack"])
 def test_every_measurement_inside_its_band(
@@ -35,6 +36,7 @@ def test_every_measurement_inside_its_band(
     assert done.returncode == 0
 
 
+@TIMING
 def test_fastopen_counters_confirm_the_story(delaying_machine: LabMachine) -> None:
     done = run_tfolab("run", "fastopen", "--delay", "10", "--json")
     counters = {s["name"]: s["counters"] for s in json.loads(done.stdout)["scenarios"]}
@@ -47,6 +49,7 @@ def test_fastopen_counters_confirm_the_story(delaying_machine: LabMachine) -> No
     assert counters["no-cookie"]["TCPFastOpenPassive"] == 2
 
 
+@TIMING
 def test_text_report_has_table_counters_and_conclusion(delaying_machine: LabMachine) -> None:
     done = run_tfolab("run", "delack", "--delay", "10", "--scenario", "nagle")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -11,9 +11,10 @@ import json
 
 import pytest
 
-from tests.conftest import LabMachine, run_tfolab
+from tests.conftest import TIMING, LabMachine, run_tfolab
 
 
+@TIMING
 @pytest.mark.parametrize("delay_ms", [5, 10, 25])
 def test_handshake_connect_at_2d_first_byte_at_4d(
     delaying_machine: LabMachine, delay_ms: int
@@ -28,6 +29,7 @@ def test_handshake_connect_at_2d_first_byte_at_4d(
         assert iteration["measured_ms"] == pytest.approx(4 * delay_ms, abs=1.5)
 
 
+@TIMING
 @pytest.mark.parametrize("delay_ms", [5, 10, 25])
 def test_tfo_repeat_connection_answers_at_2d(delaying_machine: LabMachine, delay_ms: int) -> None:
     done = run_tfolab(
