@@ -64,11 +64,17 @@ def counter_deltas(before: dict[str, int], after: dict[str, int]) -> dict[str, i
     return shown
 
 
-def flush_cookie_cache() -> None:
-    """Forget every cached TFO cookie (tcp_metrics) in this namespace."""
-    subprocess.run(
+def flush_cookie_cache() -> bool:
+    """Forget every cached TFO cookie (tcp_metrics) in this namespace.
+
+    False where the kernel refuses: tcp_metrics' netlink family wants
+    CAP_NET_ADMIN in the initial user namespace, so a lab running in a user
+    namespace cannot flush (the runner then uses a fresh destination address).
+    """
+    done = subprocess.run(
         ["ip", "tcp_metrics", "flush", "all"], check=False, capture_output=True, timeout=5
     )
+    return done.returncode == 0
 
 
 def random_fastopen_key() -> str:

@@ -21,15 +21,35 @@ from tfolab.runner.server import start_server
 Emit = Callable[..., None]
 
 
-@dataclass(frozen=True)
+@dataclass
 class LabNetwork:
     backend: str
     delay_ms: float
     server_executable: str
+    # Where clients connect. The TFO cookie cache is per destination address,
+    # so a fresh 127.0.0.N is an empty cache where a flush is not permitted.
+    destination: str = "127.0.0.1"
+    fresh_addresses_used: int = 0
 
     def autocorking_for(self, config: ScenarioConfig) -> bool:
         # NFQUEUE keeps queued skbs charged to the socket; autocorking off restores netem.
         return config.autocorking and self.backend != "nfqueue"
+
+    def empty_cookie_cache(self) -> str | None:
+        """Flush the cookie cache, else move to a fresh destination; says which, if not flushed."""
+        if netstack.flush_cookie_cache():
+            return None
+        if self.fresh_addresses_used >= 250:
+            raise UserError(
+                "no fresh loopback address left for an empty TFO cookie cache",
+                "run fewer scenarios per run, or run as root so the cache can be flushed",
+            )
+        self.fresh_addresses_used += 1
+        self.destination = f"127.0.0.{1 + self.fresh_addresses_used}"
+        return (
+            f"cookie cache not flushable here (user namespace): using the fresh "
+            f"destination {self.destination}, whose cache entry is empty"
+        )
 
 
 def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
@@ -46,8 +66,11 @@ def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
         )
 
 
-def client_options(config: ScenarioConfig, port: int, iterations: int) -> native.ClientOptions:
+def client_options(
+    config: ScenarioConfig, host: str, port: int, iterations: int
+) -> native.ClientOptions:
     return native.ClientOptions(
+        host=host,
         port=port,
         fastopen=config.client_fastopen,
         pattern=config.pattern,
@@ -68,8 +91,8 @@ def timeout_ms_for(config: ScenarioConfig) -> int:
     return 10_000
 
 
-def _warm_up_options(port: int) -> native.ClientOptions:
-    return native.ClientOptions(port=port, timeout_ms=10_000)
+def _warm_up_options(host: str, port: int) -> native.ClientOptions:
+    return native.ClientOptions(host=host, port=port, timeout_ms=10_000)
 
 
 def headline_ms(config: ScenarioConfig, sample: native.Sample) -> float:
@@ -92,11 +115,16 @@ def run_scenario(
         # One unmeasured plain exchange first: a freshly started server's first
         # accept and read take cold code paths (a few ms), which is not TCP.
         # Plain connect learns no cookie; the cache policy is applied after it.
-        _check(native.run_client(_warm_up_options(server.port)), "warm-up exchange")
+        _check(
+            native.run_client(_warm_up_options(network.destination, server.port)),
+            "warm-up exchange",
+        )
         if config.cookie_cache in ("flush", "warm"):
-            netstack.flush_cookie_cache()
+            note = network.empty_cookie_cache()
+            if note:
+                emit("note", scenario=scenario.name, text=note)
         if config.cookie_cache == "warm":
-            warm = native.run_client(client_options(config, server.port, 1))
+            warm = native.run_client(client_options(config, network.destination, server.port, 1))
             _check(warm, "warm-up connection")
         before = netstack.read_tcpext()
         if config.fresh_connection_each_iteration:
@@ -106,11 +134,15 @@ def run_scenario(
                         "net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key()
                     )
                     emit("note", scenario=scenario.name, text=f"server TFO key changed before {i}")
-                samples = native.run_client(client_options(config, server.port, 1))
+                samples = native.run_client(
+                    client_options(config, network.destination, server.port, 1)
+                )
                 _check(samples, f"iteration {i}")
                 _emit_sample(emit, scenario.name, i, config, samples[0])
         else:
-            samples = native.run_client(client_options(config, server.port, scenario.iterations))
+            samples = native.run_client(
+                client_options(config, network.destination, server.port, scenario.iterations)
+            )
             _check(samples, "the connection")
             for i, sample in enumerate(samples, start=1):
                 _emit_sample(emit, scenario.name, i, config, sample)

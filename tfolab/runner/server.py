@@ -17,7 +17,9 @@ READY_TIMEOUT_S = 5.0
 
 
 def server_args(executable: str, config: ScenarioConfig) -> list[str]:
-    args = [executable, "--bind", "127.0.0.1", "--port", "0", "--mode", "line", "--die-with-parent"]
+    # Any loopback address reaches it: scenarios may use a fresh 127.0.0.N (see
+    # scenario_run.LabNetwork); the namespace holds nothing else to expose it to.
+    args = [executable, "--bind", "0.0.0.0", "--port", "0", "--mode", "line", "--die-with-parent"]
     if config.server_fastopen_qlen > 0:
         args += ["--tfo", str(config.server_fastopen_qlen)]
     if config.server_quickack:

@@ -1,0 +1,46 @@
+"""Runs inside a user namespace: what the kernel refuses there, the lab works around.
+
+Root inside `unshare --user --map-root-user` is what an unprivileged user gets:
+it can own a network namespace, but tcp_metrics' netlink family (the TFO
+cookie cache flush) wants CAP_NET_ADMIN in the initial namespace. The runner
+then moves each scenario that needs an empty cache to a fresh loopback address.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import TIMING, LabMachine
+
+
+def in_user_namespace(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["unshare", "--user", "--map-root-user", sys.executable, "-m", "tfolab", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@TIMING
+def test_fastopen_in_a_user_namespace_keeps_the_story(delaying_machine: LabMachine) -> None:
+    if shutil.which("unshare") is None:
+        pytest.skip("util-linux unshare is not installed")
+    probe = in_user_namespace("list")
+    if probe.returncode != 0:
+        pytest.skip(f"user namespaces are not available here: {probe.stderr.strip()[-200:]}")
+    done = in_user_namespace("run", "fastopen", "--delay", "5", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    counters = {s["name"]: s["counters"] for s in result["scenarios"]}
+    # no cookie may leak from one scenario into the next
+    assert counters["server-off"]["TCPFastOpenCookieReqd"] == 2
+    assert counters["server-off"]["TCPFastOpenActiveFail"] == 0
+    assert counters["cookie-request"]["TCPFastOpenCookieReqd"] == 1
+    assert counters["invalid-cookie"]["TCPFastOpenPassiveFail"] == 1
+    assert all(i["ok"] for s in result["scenarios"] for i in s["iterations"])
