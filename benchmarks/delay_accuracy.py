@@ -54,6 +54,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tfolab.runner.delay import nfqueue_rule_args
+
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "native" / "delay" / "tfo_delay.c"
 QUEUE = 0
@@ -110,21 +112,7 @@ def add_queue_rule(protocol: str, queue: int) -> None:
     for iptables in ("iptables", "iptables-legacy"):
         if shutil.which(iptables) is None:
             continue
-        rule = [
-            iptables,
-            "-w",
-            "-A",
-            "OUTPUT",
-            "-o",
-            "lo",
-            "-p",
-            protocol,
-            "-j",
-            "NFQUEUE",
-            "--queue-num",
-            str(queue),
-            "--queue-bypass",
-        ]
+        rule = nfqueue_rule_args(queue, iptables=iptables, protocol=protocol)
         if subprocess.run(rule, capture_output=True, timeout=10).returncode == 0:
             return
     raise SystemExit("delay_accuracy: no iptables could install the NFQUEUE rule")

@@ -32,6 +32,8 @@ import sys
 import threading
 import time
 
+from tfolab.runner.delay import nfqueue_rule_args
+
 QUEUE = 7
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 PR_CAPBSET_DROP, CAP_NET_ADMIN = 24, 12
@@ -50,21 +52,7 @@ def add_rule(protocol: str, queue: int = QUEUE) -> None:
         if shutil.which(iptables) is None:
             continue
         done = subprocess.run(
-            [
-                iptables,
-                "-w",
-                "-A",
-                "OUTPUT",
-                "-o",
-                "lo",
-                "-p",
-                protocol,
-                "-j",
-                "NFQUEUE",
-                "--queue-num",
-                str(queue),
-                "--queue-bypass",
-            ],
+            nfqueue_rule_args(queue, iptables=iptables, protocol=protocol),
             capture_output=True,
             text=True,
             timeout=10,

@@ -57,22 +57,12 @@ def netem_args(delay_ms: float, *, device: str = "lo") -> list[str]:
     ]
 
 
-def nfqueue_rule_args(queue: int = NFQUEUE_NUMBER, *, iptables: str = "iptables") -> list[str]:
-    return [
-        iptables,
-        "-w",
-        "-A",
-        "OUTPUT",
-        "-o",
-        "lo",
-        "-p",
-        "tcp",
-        "-j",
-        "NFQUEUE",
-        "--queue-num",
-        str(queue),
-        "--queue-bypass",
-    ]
+def nfqueue_rule_args(
+    queue: int = NFQUEUE_NUMBER, *, iptables: str = "iptables", protocol: str = "tcp"
+) -> list[str]:
+    """Send every `protocol` packet leaving on lo to the queue (bypassed if no one listens)."""
+    return [iptables, "-w", "-A", "OUTPUT", "-o", "lo", "-p", protocol,
+            "-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"]  # fmt: skip
 
 
 def delayer_args(executable: str, delay_ms: float, queue: int = NFQUEUE_NUMBER) -> list[str]:
