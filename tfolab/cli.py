@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "--backend",
                 choices=BACKEND_CHOICES,
                 default="auto",
-                help="delay emulation (auto: netem, else nfqueue, else none)",
+                help="delay emulation (auto: netem, else nfqueue, else none; none at --delay 0)",
             )
     return parser
 
@@ -153,6 +153,15 @@ def _run(args: argparse.Namespace) -> int:
         print(report.counters_text(result))
         print()
         print(report.conclusion(result))
+    for name, miss in result.failures:
+        assert miss.measured_ms is not None
+        side = "above" if miss.measured_ms > miss.predicted_ms else "below"
+        print(
+            f"tfolab: {lab.name}/{name} #{miss.i} measured {miss.measured_ms:.1f} ms, "
+            f"{miss.off_by_ms:.1f} ms {side} its band ({miss.predicted_ms:.1f} ± "
+            f"{miss.tolerance_ms:.1f} ms)",
+            file=sys.stderr,
+        )
     if result.backend == "none" and delay_ms > 0:
         print(
             "tfolab: WARNING: no delay emulation ran; the measurements are plain loopback",
