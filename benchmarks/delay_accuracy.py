@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import platform
@@ -54,7 +53,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tfolab.runner.delay import nfqueue_rule_args
+from tfolab.runner.delay import delayer_args, nfqueue_rule_args
+from tfolab.runner.netns import set_loopback
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "native" / "delay" / "tfo_delay.c"
@@ -64,7 +64,6 @@ PAYLOAD = struct.Struct("!Iqq")  # seq, send CLOCK_MONOTONIC ns, send CLOCK_REAL
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 
 # --------------------------------------------------------------------------- binary
@@ -101,13 +100,6 @@ def find_binary(explicit: str | None, workdir: Path) -> str:
 # --------------------------------------------------------------------------- namespace side
 
 
-def bring_lo_up() -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        req = struct.pack("16sh22x", b"lo", 0)
-        flags = struct.unpack("16sh22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
-        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | IFF_UP))
-
-
 def add_queue_rule(protocol: str, queue: int) -> None:
     for iptables in ("iptables", "iptables-legacy"):
         if shutil.which(iptables) is None:
@@ -120,15 +112,7 @@ def add_queue_rule(protocol: str, queue: int) -> None:
 
 def start_delayer(binary: str, delay_ms: float, queue: int) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [
-            binary,
-            "--queue",
-            str(queue),
-            "--delay-ms",
-            repr(delay_ms),
-            "--stats-json",
-            "--die-with-parent",
-        ],
+        delayer_args(binary, delay_ms, queue),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -184,7 +168,7 @@ def sleep_until(deadline_ns: int) -> None:
 
 def measure(binary: str, delay_ms: float, packets: int, burst: int, interval_ms: float) -> dict:
     """Run inside a fresh namespace: the whole measurement, as a dict."""
-    bring_lo_up()
+    set_loopback()
     add_queue_rule("udp", QUEUE)
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     rx.bind(("127.0.0.1", 0))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import fcntl
 import itertools
 import json
 import os
@@ -32,18 +31,11 @@ import sys
 import threading
 import time
 
-from tfolab.runner.delay import nfqueue_rule_args
+from tfolab.runner.delay import delayer_args, nfqueue_rule_args
+from tfolab.runner.netns import set_loopback
 
 QUEUE = 7
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 PR_CAPBSET_DROP, CAP_NET_ADMIN = 24, 12
-
-
-def bring_lo_up() -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        req = struct.pack("16sh22x", b"lo", 0)
-        flags = struct.unpack("16sh22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
-        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | IFF_UP))
 
 
 def add_rule(protocol: str, queue: int = QUEUE) -> None:
@@ -70,16 +62,7 @@ class Delayer:
         self, binary: str, delay_ms: float, queue: int = QUEUE, extra: tuple[str, ...] = ()
     ) -> None:
         self.proc = subprocess.Popen(
-            [
-                binary,
-                "--queue",
-                str(queue),
-                "--delay-ms",
-                repr(delay_ms),
-                "--stats-json",
-                "--die-with-parent",
-                *extra,
-            ],
+            [*delayer_args(binary, delay_ms, queue), *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -334,7 +317,7 @@ def main() -> int:
     # run SCHED_FIFO below the delayer's default priority 10 when allowed.
     with contextlib.suppress(OSError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(5))
-    bring_lo_up()
+    set_loopback()
     print(json.dumps(SCENARIOS[args.scenario](args)))
     return 0
 
