@@ -2,9 +2,12 @@
  * echo_server.c - tfo-echo-server: a thin main() over tfl_server_listen and
  * tfl_server_run. Prints "READY <port>" once listening; exits 0 on SIGTERM,
  * SIGINT or after --max-conns connections, 2 on bad input, 1 on failures.
+ * With --tfo it checks net.ipv4.tcp_fastopen of its network namespace and
+ * prints one warning line on stderr when the kernel will ignore the option.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +84,71 @@ static void parse(int argc, char **argv, struct tfl_server_config *cfg, int *die
     }
 }
 
+#define TFO_SYSCTL_PATH "/proc/sys/net/ipv4/tcp_fastopen"
+#define TFO_SERVER_ENABLE 0x2 /* the kernel's TFO_SERVER_ENABLE */
+
+/*
+ * The kernel accepts setsockopt(TCP_FASTOPEN) whatever net.ipv4.tcp_fastopen
+ * says, but accepts SYN data only when the sysctl of the listener's network
+ * namespace has the server bit 0x2; 0x400 (every listener) and 0x200 (no
+ * cookie) do nothing without it. /proc/sys/net shows the namespace of the
+ * process that opens it, which is the listener's. Never fails: at worst one
+ * warning line on stderr.
+ */
+static void warn_if_tfo_ignored(void)
+{
+    char text[32];
+    size_t len = 0;
+    int fd = open(TFO_SYSCTL_PATH, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr,
+                "tfo-echo-server: warning: --tfo could not be verified: cannot open %s: %s\n",
+                TFO_SYSCTL_PATH, strerror(errno));
+        return;
+    }
+    for (;;) {
+        ssize_t n = read(fd, text + len, sizeof text - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            (void)close(fd); /* the read error is the one worth reporting */
+            fprintf(stderr,
+                    "tfo-echo-server: warning: --tfo could not be verified: cannot read %s: %s\n",
+                    TFO_SYSCTL_PATH, strerror(e));
+            return;
+        }
+        len += (size_t)n;
+        if (n == 0 || len == sizeof text - 1)
+            break;
+    }
+    if (close(fd) != 0 && errno != EINTR) {
+        fprintf(stderr,
+                "tfo-echo-server: warning: --tfo could not be verified: cannot close %s: %s\n",
+                TFO_SYSCTL_PATH, strerror(errno));
+        return;
+    }
+    text[len] = '\0';
+    text[strcspn(text, "\n")] = '\0'; /* the sysctl's one line, without its newline */
+    char *end = text;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || errno != 0 || *end != '\0') {
+        fprintf(stderr,
+                "tfo-echo-server: warning: --tfo could not be verified: %s holds '%.20s', "
+                "not a number\n",
+                TFO_SYSCTL_PATH, text);
+        return;
+    }
+    if (value & TFO_SERVER_ENABLE)
+        return;
+    fprintf(stderr,
+            "tfo-echo-server: warning: --tfo has no effect: net.ipv4.tcp_fastopen is 0x%lx in "
+            "this network namespace (needs 0x2); set it with sysctl -w "
+            "net.ipv4.tcp_fastopen=%ld in a throwaway namespace\n",
+            (unsigned long)value, value | 0x3);
+}
+
 static int is_input_error(int neg_errno)
 {
     return neg_errno == -EINVAL || neg_errno == -EADDRINUSE || neg_errno == -EADDRNOTAVAIL ||
@@ -128,6 +196,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "tfo-echo-server: %s\n", err);
         return is_input_error(listen_fd) ? EXIT_BAD_INPUT : 1;
     }
+    if (cfg.tfo_qlen > 0)
+        warn_if_tfo_ignored();
     if (printf("READY %d\n", port) < 0 || fflush(stdout) != 0) {
         fprintf(stderr, "tfo-echo-server: cannot write READY to stdout: %s\n", strerror(errno));
         return 1;
