@@ -6,7 +6,7 @@ Usage:
 
 In a network namespace of its own (``unshare --net``; the host's iptables, lo,
 qdiscs and sysctls are never touched) it brings lo up, sends UDP to the delayer
-with ``iptables -A OUTPUT -o lo -p udp -j NFQUEUE --queue-num 0 --queue-bypass``,
+with the rule ``-o lo -p udp -j NFQUEUE --queue-num 0 --queue-bypass`` (tfolab.runner.nfrule),
 starts tfo-delay with the given one-way delay D, and sends PACKETS datagrams to
 a receiver on 127.0.0.1: PACKETS - BURST of them paced every INTERVAL ms, then
 one back-to-back burst of BURST.  Each payload carries its sequence number and
@@ -53,8 +53,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tfolab.runner.delay import delayer_args, nfqueue_rule_args
+from tfolab.runner.delay import delayer_args
 from tfolab.runner.netns import set_loopback
+from tfolab.runner.nfrule import RuleRefused, install_rule
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "native" / "delay" / "tfo_delay.c"
@@ -101,13 +102,10 @@ def find_binary(explicit: str | None, workdir: Path) -> str:
 
 
 def add_queue_rule(protocol: str, queue: int) -> None:
-    for iptables in ("iptables", "iptables-legacy"):
-        if shutil.which(iptables) is None:
-            continue
-        rule = nfqueue_rule_args(queue, iptables=iptables, protocol=protocol)
-        if subprocess.run(rule, capture_output=True, timeout=10).returncode == 0:
-            return
-    raise SystemExit("delay_accuracy: no iptables could install the NFQUEUE rule")
+    try:
+        install_rule(queue, protocol)
+    except RuleRefused as err:
+        raise SystemExit(f"delay_accuracy: cannot install the NFQUEUE rule: {err}") from None
 
 
 def start_delayer(binary: str, delay_ms: float, queue: int) -> subprocess.Popen[str]:

@@ -24,6 +24,7 @@ class LabMachine:
     namespace: str
     netem: bool
     nfqueue: bool
+    why_no_delay: str = ""
 
     @property
     def delay_backend(self) -> str:
@@ -38,16 +39,19 @@ def lab_machine() -> LabMachine:
     try:
         report = json.loads(probe.stdout)
     except json.JSONDecodeError:
-        pytest.skip(f"the namespace probe failed: {probe.stderr.strip()[-300:]}")
+        # The probe always prints JSON, even where namespaces are refused: no JSON is a bug.
+        pytest.fail(f"the namespace probe crashed: {probe.stderr.strip()[-300:]}")
     if "namespace_error" in report:
         pytest.skip(f"no lab namespace on this machine: {report['namespace_error']}")
-    return LabMachine(report["namespace"], bool(report["netem"][0]), bool(report["nfqueue"][0]))
+    netem, nfqueue = report["netem"], report["nfqueue"]
+    why = f"netem: {netem[1]}; nfqueue: {nfqueue[1]}"
+    return LabMachine(report["namespace"], bool(netem[0]), bool(nfqueue[0]), why)
 
 
 @pytest.fixture(scope="session")
 def delaying_machine(lab_machine: LabMachine) -> LabMachine:
     if lab_machine.delay_backend == "none":
-        pytest.skip("no delay backend here: neither netem nor iptables + NFQUEUE works")
+        pytest.skip(f"no delay backend here: {lab_machine.why_no_delay}")
     return lab_machine
 
 

@@ -1,7 +1,10 @@
 """`tfolab doctor`: what this machine can do, each check with its one-line fix.
 
 Rules: it never changes the host. Namespace, netem and NFQUEUE are tried in a
-throwaway namespace owned by a probe process (tfolab/runner/probe.py).
+throwaway namespace owned by a probe process (tfolab/runner/probe.py), which
+also says which way the NFQUEUE rule went in (nf_tables, ip_tables, a binary).
+"Real runs: possible" only when the namespace, a delay backend and the native
+parts all work; every missing part carries the fix for this machine.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 
 from tfolab import kernel, native
+from tfolab.runner.delay import NO_BACKEND_FIX, REINSTALL_FIX
 
 
 @dataclass(frozen=True)
@@ -72,27 +76,10 @@ def checks() -> list[Check]:
         )
     )
     netem_ok, netem_why = probe.get("netem", [False, "not tried (no namespace)"])  # type: ignore[misc]
-    found.append(
-        Check(
-            "netem",
-            bool(netem_ok),
-            str(netem_why),
-            ""
-            if netem_ok
-            else "load sch_netem (modprobe sch_netem) or use the bundled NFQUEUE delayer",
-        )
-    )
     nfq_ok, nfq_why = probe.get("nfqueue", [False, "not tried (no namespace)"])  # type: ignore[misc]
+    found.append(Check("netem", bool(netem_ok), str(netem_why), _netem_fix(netem_ok, nfq_ok)))
     found.append(
-        Check(
-            "nfqueue delayer",
-            bool(nfq_ok),
-            str(nfq_why),
-            ""
-            if nfq_ok
-            else "install iptables (apt-get install iptables) and reinstall "
-            "tfolab so tfo-delay is built",
-        )
+        Check("nfqueue delayer", bool(nfq_ok), str(nfq_why), _nfqueue_fix(nfq_ok, nfq_why))
     )
     backend = "netem" if netem_ok else "nfqueue" if nfq_ok else "none"
     found.append(
@@ -101,8 +88,8 @@ def checks() -> list[Check]:
             backend != "none",
             f"{backend} will be used"
             if backend != "none"
-            else "none: real runs only at --delay 0 with --backend none",
-            "" if backend != "none" else "install iptables or a kernel with netem",
+            else "none: only undelayed runs (--backend none --delay 0) are possible",
+            "" if backend != "none" else NO_BACKEND_FIX,
         )
     )
     fastopen = kernel.read_sysctl("net.ipv4.tcp_fastopen")
@@ -142,6 +129,36 @@ def checks() -> list[Check]:
     return found
 
 
+def _netem_fix(netem_ok: object, nfqueue_ok: object) -> str:
+    if netem_ok:
+        return ""
+    if nfqueue_ok:
+        return "nothing to do: the bundled NFQUEUE delayer stands in for netem"
+    return "load sch_netem (modprobe sch_netem), or use a kernel that has it"
+
+
+def _nfqueue_fix(ok: object, why: object) -> str:
+    if ok:
+        return ""
+    if "not built" in str(why):
+        return REINSTALL_FIX
+    if "no namespace" in str(why):
+        return "first make network namespaces work (see above)"
+    return "a kernel with NFQUEUE (CONFIG_NETFILTER_NETLINK_QUEUE) and nf_tables or ip_tables"
+
+
+REAL_RUN_NEEDS = ("linux", "network namespace", "delay backend (auto)", "native parts")
+
+
+def real_runs(found: list[Check]) -> Check:
+    """Possible only when every part a delayed real run needs works here."""
+    missing = [c for c in found if c.name in REAL_RUN_NEEDS and not c.ok]
+    if not missing:
+        return Check("real runs", True, "possible")
+    names = ", ".join(c.name for c in missing)
+    return Check("real runs", False, f"not possible here: {names} missing", missing[0].fix)
+
+
 def _native_check() -> Check:
     try:
         library = native.library_path()
@@ -149,7 +166,7 @@ def _native_check() -> Check:
         for name in ("tfo-echo-server", "tfo-echo-client", "tfo-delay"):
             native.executable_path(name)
     except native.NativeError as err:
-        return Check("native parts", False, str(err), "reinstall: pip install -e .")
+        return Check("native parts", False, str(err), REINSTALL_FIX)
     return Check(
         "native parts",
         True,
@@ -165,15 +182,24 @@ def report_text(found: list[Check]) -> str:
         lines.append(f"  {mark}  {check.name.ljust(width)}  {check.detail}")
         if check.fix:
             lines.append(f"  {'':7}  {'':{width}}  fix: {check.fix}")
-    can_run = all(c.ok for c in found if c.name in ("linux", "network namespace", "native parts"))
+    verdict = real_runs(found)
     lines.append("")
-    lines.append(
-        "real runs: possible"
-        if can_run
-        else "real runs: not possible here; `tfolab simulate` and the UI's model still work"
-    )
+    if verdict.ok:
+        lines.append("real runs: possible")
+    else:
+        lines.append(
+            f"real runs: {verdict.detail}; `tfolab simulate` and the UI's model still work"
+        )
+        lines.append(f"fix: {verdict.fix}")
     return "\n".join(lines)
 
 
 def report_json(found: list[Check]) -> str:
-    return json.dumps({"checks": [asdict(c) for c in found]}, indent=2)
+    verdict = real_runs(found)
+    return json.dumps(
+        {
+            "real_runs": {"possible": verdict.ok, "detail": verdict.detail, "fix": verdict.fix},
+            "checks": [asdict(c) for c in found],
+        },
+        indent=2,
+    )

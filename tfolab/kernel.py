@@ -9,7 +9,6 @@ from __future__ import annotations
 import gzip
 import os
 import platform
-import re
 from pathlib import Path
 
 DEFAULT_HZ = 250
@@ -19,22 +18,30 @@ def kernel_release() -> str:
     return platform.release().split("-")[0] or platform.release()
 
 
-def kernel_hz() -> tuple[int, str]:
-    """CONFIG_HZ of the running kernel and where it was read, else (250, 'default')."""
+def kernel_config() -> tuple[dict[str, str], str] | None:
+    """The running kernel's build options (CONFIG_X -> y|m|value) and where they were read."""
     candidates = [Path("/proc/config.gz"), Path(f"/boot/config-{platform.release()}")]
     for path in candidates:
         try:
             raw = path.read_bytes()
         except OSError:
             continue
-        text = (
-            gzip.decompress(raw).decode(errors="replace")
-            if path.suffix == ".gz"
-            else (raw.decode(errors="replace"))
-        )
-        match = re.search(r"^CONFIG_HZ=(\d+)$", text, re.MULTILINE)
-        if match:
-            return int(match.group(1)), f"read from {path}"
+        text = gzip.decompress(raw) if path.suffix == ".gz" else raw
+        pairs = (line.split("=", 1) for line in text.decode(errors="replace").splitlines())
+        return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}, str(path)
+    return None
+
+
+def config_has(config: dict[str, str], *options: str) -> bool:
+    """True when every option is built in or a module."""
+    return all(config.get(f"CONFIG_{name}") in ("y", "m") for name in options)
+
+
+def kernel_hz() -> tuple[int, str]:
+    """CONFIG_HZ of the running kernel and where it was read, else (250, 'default')."""
+    found = kernel_config()
+    if found is not None and found[0].get("CONFIG_HZ", "").isdigit():
+        return int(found[0]["CONFIG_HZ"]), f"read from {found[1]}"
     return DEFAULT_HZ, "assumed: the kernel config is not readable here"
 
 

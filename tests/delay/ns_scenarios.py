@@ -22,7 +22,6 @@ import itertools
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -31,28 +30,19 @@ import sys
 import threading
 import time
 
-from tfolab.runner.delay import delayer_args, nfqueue_rule_args
+from tfolab.runner.delay import delayer_args
 from tfolab.runner.netns import set_loopback
+from tfolab.runner.nfrule import RuleRefused, install_rule
 
 QUEUE = 7
 PR_CAPBSET_DROP, CAP_NET_ADMIN = 24, 12
 
 
 def add_rule(protocol: str, queue: int = QUEUE) -> None:
-    errors = []
-    for iptables in ("iptables", "iptables-legacy"):
-        if shutil.which(iptables) is None:
-            continue
-        done = subprocess.run(
-            nfqueue_rule_args(queue, iptables=iptables, protocol=protocol),
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if done.returncode == 0:
-            return
-        errors.append(done.stderr.strip())
-    raise SystemExit(f"cannot install the NFQUEUE rule: {errors or 'no iptables'}")
+    try:
+        install_rule(queue, protocol)
+    except RuleRefused as err:
+        raise SystemExit(f"cannot install the NFQUEUE rule: {err}") from None
 
 
 class Delayer:

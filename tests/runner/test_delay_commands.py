@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tfolab.model.scenario import ScenarioConfig
-from tfolab.runner.delay import delayer_args, netem_args, nfqueue_rule_args
+from tfolab.runner.delay import delayer_args, netem_args
+from tfolab.runner.nfrule import iptables_args
 from tfolab.runner.server import server_args
 
 
@@ -24,8 +25,8 @@ def test_netem_args_delay_every_packet_on_lo() -> None:
     assert netem_args(2.5)[8] == "2.5ms"
 
 
-def test_nfqueue_rule_sends_only_tcp_on_lo_and_bypasses_when_the_delayer_dies() -> None:
-    args = nfqueue_rule_args(7)
+def test_iptables_fallback_sends_only_tcp_on_lo_and_bypasses_when_the_delayer_dies() -> None:
+    args = iptables_args("iptables", 7)
     assert args[:4] == ["iptables", "-w", "-A", "OUTPUT"]
     assert args[args.index("-o") + 1] == "lo"
     assert args[args.index("-p") + 1] == "tcp"

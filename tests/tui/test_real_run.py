@@ -1,7 +1,7 @@
 """A real run from the UI: press r, wait for the worker, see measured values.
 
-Needs root and network namespaces: the `lab_machine` fixture (tests/conftest.py)
-skips with the probe's reason where real runs are impossible.
+Needs a lab namespace and a delay backend: the `delaying_machine` fixture
+(tests/conftest.py) skips with the probe's reason where real runs are impossible.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ async def _run_and_wait(pilot, screen: LabScreen, timeout_s: float = 90.0) -> No
 
 
 @pytest.mark.parametrize(("lab", "scenario"), [("fastopen", "cookie"), ("handshake", "plain")])
-async def test_real_run_fills_the_table(make_app, lab_machine, lab: str, scenario: str) -> None:
+async def test_real_run_fills_the_table(
+    make_app, delaying_machine, lab: str, scenario: str
+) -> None:
     app = make_app(open_lab=lab, open_scenario=scenario)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -54,5 +56,5 @@ async def test_real_run_fills_the_table(make_app, lab_machine, lab: str, scenari
         assert layout is not None
         text = "\n".join("".join(c for c, _, _ in row) for row in layout.rows)
         assert f"measured {measured[0]:.1f} ms" in text
-        if lab_machine.delay_backend != "none":
+        if delaying_machine.delay_backend != "none":
             assert min(measured) >= 2 * 5.0 * 0.9  # at least one delayed round trip

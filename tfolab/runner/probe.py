@@ -13,7 +13,7 @@ import sys
 from tfolab import native
 from tfolab.errors import UserError
 from tfolab.runner import netns
-from tfolab.runner.delay import iptables_command, netem_works, nfqueue_works
+from tfolab.runner.delay import netem_works, nfqueue_works
 
 
 def probe() -> dict[str, object]:
@@ -30,7 +30,6 @@ def probe() -> dict[str, object]:
         delayer: str | None = str(native.executable_path("tfo-delay"))
     except native.NativeError:
         delayer = None
-    report["iptables"] = iptables_command()
     report["nfqueue"] = list(nfqueue_works(delayer))
     return report
 

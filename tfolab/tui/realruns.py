@@ -1,9 +1,10 @@
 """A quick look, at startup, at whether real runs can work here, and why not.
 
 Rules:
-- Cheap and read-only: platform, uid, a few /proc files and whether the
-  native parts are built. No subprocess and no namespace: the full answer is
-  `tfolab doctor`, and a real run that still fails reports its own UserError.
+- Cheap and read-only: platform, uid, a few /proc files, the kernel's config
+  (a delay backend: netem or NFQUEUE) and whether the native parts are built.
+  No subprocess and no namespace: the full answer is `tfolab doctor`, and a
+  real run that still fails reports its own UserError.
 - Every "no" carries the reason and the fix, shown in the UI's banner.
 """
 
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfolab import native
+from tfolab.errors import UserError
+from tfolab.runner.delay import likely_backend
 
 
 @dataclass(frozen=True)
@@ -60,13 +63,29 @@ def quick_check() -> RealRunStatus:
         return RealRunStatus(
             False,
             "the native parts are not built",
-            "Reinstall: pip install -e . (see `tfolab doctor`).",
+            "Reinstall tfolab so its C parts are built (see `tfolab doctor`).",
         )
     if os.geteuid() == 0:
-        return RealRunStatus(True, "root, a private network namespace per run")
-    blocked = user_namespaces_blocked()
-    if blocked:
-        return RealRunStatus(
-            False, f"not root and {blocked}", "Run `sudo tfolab`, or see `tfolab doctor`."
-        )
-    return RealRunStatus(True, "user namespaces, no root needed")
+        how = "root, a private network namespace per run"
+    else:
+        blocked = user_namespaces_blocked()
+        if blocked:
+            return RealRunStatus(
+                False,
+                f"not root and {blocked}",
+                "Start tfolab as root, or allow unprivileged user namespaces "
+                "(see `tfolab doctor`).",
+            )
+        how = "user namespaces, no root needed"
+    try:
+        backend = likely_backend("auto", 1.0, _delayer())
+    except UserError as err:
+        return RealRunStatus(False, err.reason, f"{err.fix[0].upper()}{err.fix[1:]}.")
+    return RealRunStatus(True, f"{how}, {backend} delay")
+
+
+def _delayer() -> str | None:
+    try:
+        return str(native.executable_path("tfo-delay"))
+    except native.NativeError:
+        return None

@@ -1,0 +1,99 @@
+"""The NFQUEUE rule installed without any binary (tfolab.runner.nfrule).
+
+Pure tests pin the messages' layout; the real tests install the rule each way
+this kernel accepts, in a throwaway namespace, and prove packets are queued.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LabMachine
+from tfolab.runner import nfrule
+
+CHECK = Path(__file__).with_name("nfrule_check.py")
+
+
+def _messages(batch: bytes) -> list[tuple[int, int, bytes]]:
+    found, offset = [], 0
+    while offset < len(batch):
+        length, kind, flags, _seq, _pid = struct.unpack_from("=IHHII", batch, offset)
+        found.append((kind, flags, batch[offset + 16 : offset + length]))
+        offset += length
+    return found
+
+
+def test_attributes_are_padded_to_four_bytes() -> None:
+    assert nfrule.attr(1, b"lo\0") == struct.pack("=HH", 7, 1) + b"lo\0\0"
+    assert len(nfrule.nested(4, nfrule.attr(1, b"x"))) == 12
+
+
+def test_the_batch_is_one_transaction_of_table_chain_and_rule() -> None:
+    batch = nfrule.nft_batch(nfrule.compat_target_expression(7))
+    kinds = [kind for kind, _flags, _body in _messages(batch)]
+    subsystem = nfrule.NFNL_SUBSYS_NFTABLES << 8
+    assert kinds == [
+        nfrule.NFNL_MSG_BATCH_BEGIN,
+        subsystem | nfrule.NFT_MSG_NEWTABLE,
+        subsystem | nfrule.NFT_MSG_NEWCHAIN,
+        subsystem | nfrule.NFT_MSG_NEWRULE,
+        nfrule.NFNL_MSG_BATCH_END,
+    ]
+    rule = _messages(batch)[3][2]
+    assert b"NFQUEUE\0" in rule and b"meta\0" in rule and b"cmp\0" in rule
+    # xt_NFQ_info_v3: queue 7, one queue, bypass; padded to XT_ALIGN
+    assert struct.pack("=HHH", 7, 1, 1) + b"\0\0" in rule
+
+
+def test_the_legacy_entry_matches_out_lo_tcp() -> None:
+    entry = nfrule.legacy_rule_entry(7)
+    assert len(entry) == nfrule.IPT_ENTRY_SIZE + 40  # xt_entry_target (32) + info (8)
+    fields = nfrule.IPT_ENTRY_HEAD.unpack_from(entry)
+    assert fields[5].rstrip(b"\0") == b"lo" and fields[8] == socket.IPPROTO_TCP
+    assert fields[12:14] == (nfrule.IPT_ENTRY_SIZE, len(entry))
+
+
+def test_acks_and_errors_are_read_from_the_reply() -> None:
+    ack = struct.pack("=IHHII", 36, nfrule.NLMSG_ERROR, 0, 5, 0) + struct.pack("=i", 0) + bytes(16)
+    nak = struct.pack("=IHHII", 36, nfrule.NLMSG_ERROR, 0, 6, 0) + struct.pack("=i", -2) + bytes(16)
+    assert nfrule.parse_acks(ack + nak) == [(5, 0), (6, 2)]
+
+
+def test_every_way_refused_names_each_reason() -> None:
+    def refuse(_queue: int, _protocol: int) -> None:
+        raise nfrule.RuleRefused("not here")
+
+    ways = (nfrule.Way("a", refuse), nfrule.Way("b", refuse))
+    with pytest.raises(nfrule.RuleRefused, match="a: not here; b: not here"):
+        nfrule.install_rule(ways=ways)
+
+
+@pytest.mark.parametrize("way", [way.name for way in nfrule.WAYS])
+def test_each_way_the_kernel_accepts_really_queues(lab_machine: LabMachine, way: str) -> None:
+    env = {**os.environ, "PATH": _path_without_iptables()} if way != "iptables binary" else None
+    done = subprocess.run(
+        [sys.executable, str(CHECK), way], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    if "refused" in result:
+        pytest.skip(f"{way} refused on this machine: {result['refused']}")
+    # SYN and SYN-ACK each held 20 ms: the packets went through the queue.
+    assert result["connect_ms"] >= 2 * 20.0
+
+
+def _path_without_iptables() -> str:
+    keep = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        names = ("iptables", "iptables-nft", "iptables-legacy")
+        if not any((Path(folder) / name).exists() for name in names):
+            keep.append(folder)
+    return os.pathsep.join(keep)
