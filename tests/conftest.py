@@ -55,7 +55,13 @@ def delaying_machine(lab_machine: LabMachine) -> LabMachine:
     return lab_machine
 
 
-def run_tfolab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_tfolab(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tfolab", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "tfolab", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )

@@ -1,7 +1,7 @@
 """The netem backend, for real, on a kernel that has sch_netem.
 
 This machine's kernel has none, so these run in a stock distribution kernel
-through ../shared/vm/run-in-vm.sh (see README: `-m netem`). That VM is software
+through the stock-kernel VM (see README: `-m netem`). That VM is software
 emulated: every timing carries a few ms of overhead, more on first use, so
 each run starts with a warm-up and the bands here allow for the emulation.
 """
@@ -22,9 +22,7 @@ EMULATION_SLACK_MS = 8.0
 @pytest.fixture(scope="module")
 def netem_machine(lab_machine: LabMachine) -> LabMachine:
     if not lab_machine.netem:
-        pytest.skip(
-            "this kernel has no sch_netem; run `-m netem` through ../shared/vm/run-in-vm.sh"
-        )
+        pytest.skip(f"this kernel has no usable netem ({lab_machine.why_no_delay})")
     return lab_machine
 
 

@@ -8,6 +8,8 @@ backend `auto` picks here (NFQUEUE on kernels without netem).
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +58,27 @@ def test_setup_time_is_reported(delaying_machine: LabMachine) -> None:
     result = json.loads(done.stdout)
     assert 0 < result["setup_ms"] < 5000
     assert result["kernel"]
+
+
+@TIMING
+def test_a_fresh_machine_without_iptables_measures_through_nfqueue(
+    delaying_machine: LabMachine,
+) -> None:
+    if not delaying_machine.nfqueue:
+        pytest.skip(f"NFQUEUE does not work here: {delaying_machine.why_no_delay}")
+    names = ("iptables", "iptables-nft", "iptables-legacy")
+    path = os.pathsep.join(
+        folder
+        for folder in os.environ.get("PATH", "").split(os.pathsep)
+        if not any((Path(folder) / name).exists() for name in names)
+    )
+    done = run_tfolab(
+        "run", "handshake", "--delay", "10", "--backend", "nfqueue", "--iterations", "3", "--json",
+        env={**os.environ, "PATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["backend"] == "nfqueue"
+    assert not any("iptables binary" in note for note in result.get("notes", []))
+    for iteration in result["scenarios"][0]["iterations"]:
+        assert iteration["measured_ms"] == pytest.approx(40.0, abs=2.0)
