@@ -2,7 +2,7 @@
 
 Rules: every user mistake or unusable environment is a UserError, printed as
 one line (`tfolab: <reason> (<fix>)`) with exit code 2; a measurement outside
-its band exits 1. Commands and flags follow DESIGN.md's contract.
+its band exits 1. Commands and flags follow docs/DESIGN.md, "Contracts".
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+from importlib import metadata
 from typing import NoReturn
 
 from tfolab.errors import UserError
@@ -22,13 +24,50 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(message, f"see `{self.prog} --help`")
 
 
+EPILOG = """\
+lab files:
+  The labs are the *.toml files (and their guides) in a labs folder: by default
+  the one installed with tfolab. --labs-dir DIR, or the environment variable
+  TFOLAB_LABS_DIR=DIR, reads them from DIR instead (--labs-dir wins). A lab
+  file that does not load is listed by `tfolab list` as BROKEN, with the file,
+  line and problem; the other labs still work.
+
+exit codes: 0 done, 1 a measurement fell outside its predicted band,
+  2 bad input or an unusable machine (one line on stderr: `tfolab: ...`).
+"""
+
+
+def version() -> str:
+    try:
+        return metadata.version("tfolab")
+    except metadata.PackageNotFoundError:
+        import tfolab
+
+        return str(getattr(tfolab, "__version__", "unknown"))
+
+
+def _labs_dir_argument(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    parser.add_argument(
+        "--labs-dir",
+        metavar="DIR",
+        # On a command it may repeat the global flag; only a given value overrides.
+        default=None if top else argparse.SUPPRESS,
+        help="read the lab files from DIR (default: $TFOLAB_LABS_DIR, else the installed labs)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tfolab",
         description="An interactive TCP teaching lab. Without a command it opens the terminal UI.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    _labs_dir_argument(parser, top=True)
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
-    commands.add_parser("list", help="the labs and their scenarios")
+    listing = commands.add_parser("list", help="the labs and their scenarios")
+    _labs_dir_argument(listing, top=False)
     doctor = commands.add_parser("doctor", help="what this machine can do")
     doctor.add_argument("--json", action="store_true", help="machine-readable report")
     for name, help_text in (
@@ -41,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--delay",
             default="10",
             metavar="MS",
-            help="one-way delay added to every packet, ms (RTT = 2 x delay)",
+            help="one-way delay added to every packet, ms (RTT = 2 x delay; 0 to "
+            f"{labrun_max_delay():g})",
         )
         command.add_argument("--scenario", metavar="NAME", help="one scenario (default: all)")
         command.add_argument(
@@ -58,21 +98,43 @@ def build_parser() -> argparse.ArgumentParser:
             help="iterations per scenario (default: the lab's)",
         )
         command.add_argument("--json", action="store_true", help="one JSON object")
+        if name == "simulate":
+            command.add_argument(
+                "--ladder",
+                action="store_true",
+                help="print every scenario's ladder diagram (default: a summary table; "
+                "--scenario NAME prints that scenario's ladder)",
+            )
         if name == "run":
             command.add_argument(
                 "--backend",
                 choices=BACKEND_CHOICES,
                 default="auto",
-                help="delay emulation (auto: netem, else nfqueue, else none; none at --delay 0)",
+                help="delay emulation (auto: netem, else nfqueue, else none; none at --delay 0 "
+                "only: it adds no delay)",
             )
+        _labs_dir_argument(command, top=False)
     return parser
+
+
+def labrun_max_delay() -> float:
+    from tfolab.labrun import MAX_DELAY_MS
+
+    return MAX_DELAY_MS
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if args.version:
+            print(f"tfolab {version()}")
+            return 0
+        if args.labs_dir is not None:
+            from tfolab.labs import check_labs_dir
+
+            args.labs_dir = check_labs_dir(args.labs_dir)
         if args.command is None:
-            return _tui()
+            return _tui(args)
         handler = {"list": _list, "doctor": _doctor, "simulate": _simulate, "run": _run}
         return handler[args.command](args)
     except UserError as err:
@@ -83,9 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _tui() -> int:
+def _tui(args: argparse.Namespace) -> int:
+    from tfolab.labs import LABS_DIR_ENV
     from tfolab.tui.app import run_app
 
+    if args.labs_dir is not None:
+        # The UI loads its labs itself: the variable is how it learns the folder.
+        os.environ[LABS_DIR_ENV] = str(args.labs_dir)
     return run_app()
 
 
@@ -93,7 +159,8 @@ def _list(args: argparse.Namespace) -> int:
     from tfolab.labs import load_labs
     from tfolab.report import lab_list
 
-    print(lab_list(load_labs()))
+    labs = load_labs(args.labs_dir)
+    print(lab_list(labs, labs.broken))
     return 0
 
 
@@ -106,18 +173,21 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace):
+    """Every check of the input, before anything runs: UserError on the first problem."""
     from tfolab import labrun
     from tfolab.labs import find_lab
 
     delay_ms = labrun.parse_delay(args.delay)
     settings = labrun.parse_set_options(args.set)
-    lab = find_lab(args.lab)
+    lab = find_lab(args.lab, args.labs_dir)
     planned = labrun.plan(lab, args.scenario, args.iterations, settings)
+    if args.command == "run":
+        labrun.check_run(planned, delay_ms, args.backend)
     return lab, planned, delay_ms
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from tfolab import labrun
+    from tfolab import labrun, report
     from tfolab.ladder_text import render_ladder
 
     lab, planned, delay_ms = _prepare(args)
@@ -125,8 +195,11 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
         return 0
+    if not (args.scenario or args.ladder):
+        print(report.simulation_summary(lab, result))
+        return 0
     for scenario in result.scenarios:
-        print(f"== {lab.name} / {scenario.planned.name}: {scenario.planned.summary}")
+        print(report.scenario_heading(lab, scenario))
         print(render_ladder(scenario.simulation))
         print()
     return 0
@@ -141,8 +214,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:
+        # The delay that ran (the runner's setup event), which the whole report uses.
         print(
-            f"\n{lab.title}: {report.delay_words(delay_ms)}, backend {result.backend}, "
+            f"\n{lab.title}: {report.delay_words(result.delay_ms)}, backend {result.backend}, "
             f"kernel {result.kernel}, setup {result.setup_ms:.0f} ms"
         )
         for note in result.notes:
@@ -162,9 +236,10 @@ def _run(args: argparse.Namespace) -> int:
             f"{miss.tolerance_ms:.1f} ms)",
             file=sys.stderr,
         )
-    if result.backend == "none" and delay_ms > 0:
+    if result.delay_ms != delay_ms:
         print(
-            "tfolab: WARNING: no delay emulation ran; the measurements are plain loopback",
+            f"tfolab: WARNING: {delay_ms:g} ms was asked but {result.delay_ms:g} ms ran "
+            f"(backend {result.backend}); the report uses what ran",
             file=sys.stderr,
         )
     return 1 if result.failures else 0

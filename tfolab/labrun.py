@@ -5,26 +5,34 @@ This joins the layers for the CLI and the UI: it plans the scenarios of a lab
 through the runner and grades every measurement against its band.
 
 Rules: no printing and no UI here; callers get typed results and callbacks.
-Results serialise to the JSON shape of DESIGN.md's contract.
+Results serialise to the JSON shape of docs/DESIGN.md, "Contracts".
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfolab import kernel
+from tfolab import kernel, native
 from tfolab.errors import UserError
-from tfolab.labs import Lab
+from tfolab.labs import MAX_ITERATIONS, Lab
 from tfolab.model import Accuracy, Simulation, simulate
-from tfolab.model.scenario import ScenarioConfig, SettingError
-from tfolab.runner.client import RunnerEvent, stream_events
-from tfolab.runner.delay import HOST_OVERHEAD_MS, PER_PACKET_ERROR_MS
+from tfolab.model.scenario import ScenarioConfig, SettingError, parse_settings
+from tfolab.runner import client
+from tfolab.runner.client import RunnerEvent
+from tfolab.runner.delay import (
+    BACKEND_CHOICES,
+    HOST_OVERHEAD_MS,
+    PER_PACKET_ERROR_MS,
+    likely_backend,
+)
 from tfolab.runner.protocol import Job, JobScenario
 
 MAX_DELAY_MS = 1000.0
-MAX_ITERATIONS = 200
+PINGPONG_SYSCTL = "/proc/sys/net/ipv4/tcp_pingpong_thresh"
 
 
 @dataclass(frozen=True)
@@ -149,15 +157,28 @@ def plan(
     iterations: int | None = None,
     settings: dict[str, str] | None = None,
 ) -> list[PlannedScenario]:
+    """The scenarios to run, with every setting and combination checked (UserError if not)."""
     chosen = [lab.scenario(scenario)] if scenario else list(lab.scenarios)
-    if iterations is not None and not 1 <= iterations <= MAX_ITERATIONS:
+    if iterations is not None and (
+        not isinstance(iterations, int)
+        or isinstance(iterations, bool)
+        or not 1 <= iterations <= MAX_ITERATIONS
+    ):
         raise UserError(f"--iterations {iterations} is out of range", f"give 1 to {MAX_ITERATIONS}")
+    try:
+        typed = parse_settings(settings or {})
+    except SettingError as err:
+        raise UserError(str(err), "see `tfolab list` and the lab's guide") from None
     planned = []
     for lab_scenario in chosen:
+        config = dataclasses.replace(lab_scenario.config, **typed)
         try:
-            config = lab_scenario.config.with_settings(settings or {})
+            config.check()
         except SettingError as err:
-            raise UserError(str(err), "see `tfolab list` and the lab's guide") from None
+            where = f"scenario {lab_scenario.name}: " if len(chosen) > 1 else ""
+            raise UserError(
+                f"{where}{err}", "change or drop that --set; see the lab's guide"
+            ) from None
         planned.append(
             PlannedScenario(
                 lab_scenario.name,
@@ -167,6 +188,28 @@ def plan(
             )
         )
     return planned
+
+
+def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> None:
+    """What a real run would refuse after its network is up, refused before anything starts."""
+    if backend not in BACKEND_CHOICES:
+        raise UserError(
+            f"unknown backend {backend!r}", f"pick one of: {', '.join(BACKEND_CHOICES)}"
+        )
+    if not 0 <= delay_ms <= MAX_DELAY_MS:
+        raise UserError(
+            f"delay {delay_ms:g} ms is out of range", f"give 0 to {MAX_DELAY_MS:g} ms one way"
+        )
+    if backend == "none" and delay_ms > 0:
+        raise UserError("--backend none adds no delay: use --delay 0, or another backend")
+    likely_backend(backend, delay_ms, native.optional_executable("tfo-delay"))  # type: ignore[arg-type]
+    if not planned:
+        raise UserError("no scenario to run", "see `tfolab list`")
+    if any(p.config.pingpong_thresh != 1 for p in planned) and not os.path.exists(PINGPONG_SYSCTL):
+        raise UserError(
+            "this kernel has no net.ipv4.tcp_pingpong_thresh sysctl",
+            "drop the pingpong_thresh setting (it needs Linux 6.x)",
+        )
 
 
 def accuracy_for(backend: str) -> Accuracy:
@@ -213,7 +256,13 @@ async def run(
     backend: str,
     on_event: Callable[[RunnerEvent], None] | None = None,
 ) -> LabResult:
-    """Run the lab for real and grade every measurement against the model's band."""
+    """Run the lab for real and grade every measurement against the model's band.
+
+    Everything the runner or the model could refuse is checked first, so bad
+    input fails here with a UserError before any process or namespace exists.
+    """
+    check_run(planned, delay_ms, backend)
+    predict(lab, planned, delay_ms)  # the model's own checks, before the runner starts
     job = Job(
         lab.name,
         delay_ms,
@@ -222,7 +271,7 @@ async def run(
     )
     result: LabResult | None = None
     by_name: dict[str, ScenarioResult] = {}
-    async for event in stream_events(job):
+    async for event in client.stream_events(job):
         kind = event.get("event")
         if kind == "error":
             raise UserError(str(event.get("reason")), str(event.get("fix", "")))

@@ -3,27 +3,38 @@
 A lab file has a `[lab]` table (name, title, summary, guide, order, headline),
 a `[defaults]` table of scenario settings, and `[[scenario]]` tables (name,
 summary, iterations, and any further scenario settings). Settings are the
-fields of `tfolab.model.scenario.ScenarioConfig`; the loader type-checks them.
+fields of `tfolab.model.scenario.ScenarioConfig`; the loader type-checks them,
+and checks every scenario's finished settings together (`ScenarioConfig.check`).
 
-Rules: adding a lab is adding files to the labs folder, never code. A broken
-file raises UserError naming the file, the line and the problem.
+Where the lab files are: `--labs-dir DIR` on the command line, else the
+environment variable TFOLAB_LABS_DIR, else the copy the install made.
+
+Rules: adding a lab is adding files to the labs folder, never code. Each file
+loads on its own: a broken one becomes a BrokenLab whose message names the
+file, the exact line of the offending key and the problem, and the other labs
+still load.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import NoReturn
 
 from tfolab.errors import UserError
-from tfolab.model.scenario import ScenarioConfig, SettingError
+from tfolab.model.scenario import ScenarioConfig, SettingError, parse_settings
 
 LABS_DIR_ENV = "TFOLAB_LABS_DIR"
+MAX_ITERATIONS = 200
+_TOP_KEYS = {"lab", "defaults", "scenario"}
 _SCENARIO_KEYS = {"name", "summary", "iterations"}
 _LAB_KEYS = {"name", "title", "summary", "guide", "order", "headline"}
+_LAB_TEXT_KEYS = ("title", "summary", "guide", "headline")
 
 
 @dataclass(frozen=True)
@@ -55,19 +66,59 @@ class Lab:
     def guide_text(self) -> str:
         try:
             return self.guide_path.read_text(encoding="utf-8")
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             return f"# {self.title}\n\n(The guide {self.guide_path.name} is missing.)\n"
 
 
-def labs_dir() -> Path:
-    """Where the lab files are: $TFOLAB_LABS_DIR, else the copy the install made.
+@dataclass(frozen=True)
+class BrokenLab:
+    """A lab file that did not load: what it is called and why (`file:line: problem`)."""
+
+    name: str  # its [lab] name where that could be read, else the file's stem
+    source: Path
+    reason: str
+    fix: str
+
+    def error(self) -> UserError:
+        return UserError(self.reason, self.fix)
+
+    @property
+    def message(self) -> str:
+        return self.error().one_line()
+
+    def matches(self, name: str) -> bool:
+        return name in (self.name, self.source.stem)
+
+
+class LabList(list[Lab]):
+    """The labs that loaded, in their `order`; `broken` holds the files that did not."""
+
+    def __init__(
+        self, labs: list[Lab] | tuple[Lab, ...] = (), broken: tuple[BrokenLab, ...] = ()
+    ) -> None:
+        super().__init__(labs)
+        self.broken: tuple[BrokenLab, ...] = tuple(broken)
+
+
+class LabFileError(UserError):
+    """A broken lab file; `lab_name` is its [lab] name if that much could be read."""
+
+    def __init__(self, reason: str, fix: str = "", lab_name: str | None = None) -> None:
+        super().__init__(reason, fix)
+        self.lab_name = lab_name
+
+
+def labs_dir(override: str | Path | None = None) -> Path:
+    """Where the lab files are: `override` (--labs-dir), $TFOLAB_LABS_DIR, else the install's.
 
     A wheel carries a copy of labs/; an editable install records the path of
     the source checkout's labs/ so edits show up without reinstalling.
     """
-    override = os.environ.get(LABS_DIR_ENV)
     if override:
-        return Path(override)
+        return Path(override).expanduser()
+    from_env = os.environ.get(LABS_DIR_ENV)
+    if from_env:
+        return Path(from_env).expanduser()
     installed = resources.files("tfolab._native")
     pointer = installed / "labs.path"
     if pointer.is_file():
@@ -75,112 +126,385 @@ def labs_dir() -> Path:
     return Path(str(installed / "labs"))
 
 
-def load_labs(directory: Path | None = None) -> list[Lab]:
-    """Every lab in the folder, in their `order`."""
-    folder = directory or labs_dir()
+def check_labs_dir(directory: str | Path | None = None) -> Path:
+    """The labs folder, or one-line UserError if it is not a folder."""
+    folder = labs_dir(directory)
     if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
         raise UserError(
-            f"the labs folder {folder} does not exist",
-            f"reinstall tfolab, or point {LABS_DIR_ENV} at a folder of lab files",
+            f"the labs folder {folder} {what}",
+            f"point --labs-dir or {LABS_DIR_ENV} at a folder of lab files, or reinstall tfolab",
         )
-    labs = [load_lab_file(path) for path in sorted(folder.glob("*.toml"))]
-    return sorted(labs, key=lambda lab: (lab.order, lab.name))
+    return folder
 
 
-def find_lab(name: str, directory: Path | None = None) -> Lab:
+def load_labs(directory: str | Path | None = None) -> LabList:
+    """Every lab in the folder, in their `order`; files that fail are in `.broken`."""
+    folder = check_labs_dir(directory)
+    labs: list[Lab] = []
+    broken: list[BrokenLab] = []
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            lab = load_lab_file(path)
+        except LabFileError as err:
+            broken.append(BrokenLab(err.lab_name or path.stem, path, err.reason, err.fix))
+            continue
+        except UserError as err:
+            broken.append(BrokenLab(path.stem, path, err.reason, err.fix))
+            continue
+        first = next((other for other in labs if other.name == lab.name), None)
+        if first is not None:
+            line = _TomlIndex(path.read_text(encoding="utf-8")).line_of("lab", "name")
+            where = f"{path}:{line}" if line else str(path)
+            broken.append(
+                BrokenLab(
+                    lab.name,
+                    path,
+                    f"{where}: lab name {lab.name!r} is already used by {first.source}",
+                    "give one of the two labs another name",
+                )
+            )
+            continue
+        labs.append(lab)
+    labs.sort(key=lambda lab: (lab.order, lab.name))
+    return LabList(labs, tuple(broken))
+
+
+def find_lab(name: str, directory: str | Path | None = None) -> Lab:
     labs = load_labs(directory)
     for lab in labs:
         if lab.name == name:
             return lab
+    for broken in labs.broken:
+        if broken.matches(name):
+            raise broken.error()
+    if not labs:
+        raise UserError(
+            f"unknown lab {name!r}: there are no working lab files in {labs_dir(directory)}",
+            "see `tfolab list`",
+        )
     known = ", ".join(lab.name for lab in labs)
-    raise UserError(f"unknown lab {name!r}", f"pick one of: {known} (see `tfolab list`)")
+    raise UserError(f"unknown lab {name!r}", f"pick one of: {known}; see `tfolab list`")
 
 
 def load_lab_file(path: Path) -> Lab:
-    text = path.read_text(encoding="utf-8")
+    """One lab file, or LabFileError naming the file, the line and the problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise LabFileError(
+            f"{path}: not UTF-8 text ({err.reason} at byte {err.start})", "save it as UTF-8"
+        ) from None
+    except OSError as err:
+        raise LabFileError(
+            f"{path}: cannot read it ({err.strerror})", "check the file's permissions"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         at_line = re.search(r"\(at line (\d+), column \d+\)", str(err))
         where = f"{path}:{at_line.group(1)}" if at_line else str(path)
-        problem = re.sub(r"\s*\(at line.*\)", "", str(err))
-        raise UserError(f"{where}: {problem}", "fix the TOML syntax at that line") from None
-    problems = _Problems(path, text)
-    lab_table = data.get("lab")
-    if not isinstance(lab_table, dict):
-        problems.fail(None, "no [lab] table", "add [lab] with name, title, summary, guide")
-    for key in lab_table:
-        if key not in _LAB_KEYS:
-            problems.fail(key, f"unknown key {key!r} in [lab]", f"known: {sorted(_LAB_KEYS)}")
-    name = _text(lab_table, "name", problems)
-    defaults = data.get("defaults", {})
-    base = _apply(ScenarioConfig(), defaults, problems, where="[defaults]")
-    raw_scenarios = data.get("scenario")
-    if not isinstance(raw_scenarios, list) or not raw_scenarios:
-        problems.fail(None, "no [[scenario]] tables", "add at least one [[scenario]] with a name")
-    scenarios: list[LabScenario] = []
-    for raw in raw_scenarios:
-        scenario_name = _text(raw, "name", problems)
-        if any(s.name == scenario_name for s in scenarios):
-            problems.fail("name", f"scenario {scenario_name!r} is defined twice", "rename one")
-        settings = {k: v for k, v in raw.items() if k not in _SCENARIO_KEYS}
-        iterations = raw.get("iterations", 3)
-        if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
-            problems.fail(
-                "iterations", f"iterations must be a whole number >= 1, got {iterations!r}"
-            )
-        config = _apply(base, settings, problems, where=f"scenario {scenario_name!r}")
-        scenarios.append(
-            LabScenario(scenario_name, str(raw.get("summary", "")), iterations, config)
-        )
-    guide = str(lab_table.get("guide", f"{name}.md"))
-    return Lab(
-        name=name,
-        title=str(lab_table.get("title", name)),
-        summary=str(lab_table.get("summary", "")),
-        headline=str(lab_table.get("headline", "")),
-        order=int(lab_table.get("order", 100)),
-        guide_path=path.parent / guide,
-        source=path,
-        scenarios=tuple(scenarios),
-    )
+        problem = re.sub(r"\s*\(at (line|end of document).*\)", "", str(err))
+        raise LabFileError(f"{where}: {problem}", "fix the TOML syntax at that line") from None
+    return _Loader(path, text, data).lab()
 
 
-class _Problems:
-    """Turns a problem with a key into a UserError that names file and line."""
+class _Loader:
+    """Checks one parsed lab file key by key; every failure names the key's own line."""
 
-    def __init__(self, path: Path, text: str) -> None:
+    def __init__(self, path: Path, text: str, data: dict) -> None:
         self.path = path
-        self.lines = text.splitlines()
+        self.index = _TomlIndex(text)
+        self.data = data
+        lab_table = data.get("lab")
+        name = lab_table.get("name") if isinstance(lab_table, dict) else None
+        self.lab_name = name if isinstance(name, str) and name else None
 
-    def line_of(self, key: str | None) -> int | None:
-        if key is None:
-            return None
-        pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
-        for number, line in enumerate(self.lines, start=1):
-            if pattern.match(line):
-                return number
+    def fail(self, where: tuple | None, problem: str, fix: str = "") -> NoReturn:
+        line = self.index.line_of(*where) if where else None
+        place = f"{self.path}:{line}" if line else str(self.path)
+        raise LabFileError(
+            f"{place}: {problem}",
+            fix or "see the other labs/*.toml for the format",
+            self.lab_name,
+        )
+
+    def lab(self) -> Lab:
+        data = self.data
+        for key in data:
+            if key not in _TOP_KEYS:
+                self.fail(
+                    (key,),
+                    f"unknown table or key {key!r}",
+                    "a lab file has [lab], [defaults] and [[scenario]] tables",
+                )
+        lab_table = data.get("lab")
+        if not isinstance(lab_table, dict):
+            self.fail(
+                ("lab",) if "lab" in data else None,
+                "no [lab] table",
+                "add [lab] with name, title, summary, guide",
+            )
+        for key in lab_table:
+            if key not in _LAB_KEYS:
+                self.fail(
+                    ("lab", key), f"unknown key {key!r} in [lab]", f"known: {sorted(_LAB_KEYS)}"
+                )
+        name = self.text(lab_table, "name", ("lab",))
+        for key in _LAB_TEXT_KEYS:
+            if key in lab_table and not isinstance(lab_table[key], str):
+                self.fail(("lab", key), f"{key} must be a string, got {lab_table[key]!r}")
+        order = lab_table.get("order", 100)
+        if not isinstance(order, int) or isinstance(order, bool):
+            self.fail(("lab", "order"), f"order must be a whole number, got {order!r}")
+        base = self.defaults()
+        scenarios = self.scenarios(base)
+        guide = lab_table.get("guide", f"{name}.md")
+        return Lab(
+            name=name,
+            title=lab_table.get("title", name),
+            summary=lab_table.get("summary", ""),
+            headline=lab_table.get("headline", ""),
+            order=order,
+            guide_path=self.path.parent / guide,
+            source=self.path,
+            scenarios=tuple(scenarios),
+        )
+
+    def text(self, table: dict, key: str, where: tuple) -> str:
+        value = table.get(key)
+        if not isinstance(value, str) or not value.strip():
+            self.fail((*where, key), f"missing or empty {key!r}", f'add {key} = "..."')
+        return value
+
+    def settings(self, raw: dict, where: tuple, label: str) -> dict[str, object]:
+        typed: dict[str, object] = {}
+        for key, value in raw.items():
+            try:
+                typed |= parse_settings({key: value})
+            except SettingError as err:
+                self.fail((*where, key), f"{label}: {err}", "fix or remove that setting")
+        return typed
+
+    def defaults(self) -> ScenarioConfig:
+        raw = self.data.get("defaults", {})
+        if not isinstance(raw, dict):
+            self.fail(("defaults",), "defaults must be a table: [defaults]")
+        self.default_keys = set(raw)
+        return ScenarioConfig().with_settings(self.settings(raw, ("defaults",), "[defaults]"))
+
+    def scenarios(self, base: ScenarioConfig) -> list[LabScenario]:
+        raw_scenarios = self.data.get("scenario")
+        if isinstance(raw_scenarios, dict):
+            self.fail(
+                ("scenario",),
+                "[scenario] is a single table",
+                "write [[scenario]] (two brackets) before each scenario",
+            )
+        if not isinstance(raw_scenarios, list) or not raw_scenarios:
+            self.fail(
+                ("scenario",) if "scenario" in self.data else None,
+                "no [[scenario]] tables",
+                "add at least one [[scenario]] with a name",
+            )
+        scenarios: list[LabScenario] = []
+        for index, raw in enumerate(raw_scenarios):
+            where = ("scenario", index)
+            if not isinstance(raw, dict):
+                self.fail(where, "every scenario must be a [[scenario]] table")
+            name = self.text(raw, "name", where)
+            if any(s.name == name for s in scenarios):
+                self.fail((*where, "name"), f"scenario {name!r} is defined twice", "rename one")
+            summary = raw.get("summary", "")
+            if not isinstance(summary, str):
+                self.fail((*where, "summary"), f"summary must be a string, got {summary!r}")
+            iterations = raw.get("iterations", 3)
+            if (
+                not isinstance(iterations, int)
+                or isinstance(iterations, bool)
+                or not 1 <= iterations <= MAX_ITERATIONS
+            ):
+                self.fail(
+                    (*where, "iterations"),
+                    f"iterations must be a whole number from 1 to {MAX_ITERATIONS}, "
+                    f"got {iterations!r}",
+                )
+            label = f"scenario {name!r}"
+            settings = {k: v for k, v in raw.items() if k not in _SCENARIO_KEYS}
+            config = base.with_settings(self.settings(settings, where, label))
+            try:
+                config.check()
+            except SettingError as err:
+                self.fail(self.blame(err, where, settings), f"{label}: {err}", "fix those settings")
+            scenarios.append(LabScenario(name, summary, iterations, config))
+        return scenarios
+
+    def blame(self, err: SettingError, where: tuple, settings: dict) -> tuple:
+        """The line to point at: an involved key set in the scenario, else in [defaults]."""
+        for key in err.keys:
+            if key in settings:
+                return (*where, key)
+        for key in err.keys:
+            if key in self.default_keys:
+                return ("defaults", key)
+        return where
+
+
+class _TomlIndex:
+    """The line of every table header and key in a (valid) TOML text.
+
+    tomllib gives no positions, so this scans the text itself: it follows
+    strings (all four kinds, multi-line ones included), comments, arrays and
+    inline tables, so a `[` or a `key =` inside a value is never taken for a
+    header or a key. Paths are tuples: ("lab", "name"), ("defaults", "mtu"),
+    ("scenario", 2, "nodelay") for the third [[scenario]]'s key.
+    """
+
+    _BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines: dict[tuple, int] = {}
+        with contextlib.suppress(IndexError):  # not valid TOML after all: keep what was found
+            self._scan()
+
+    def line_of(self, *path: object) -> int | None:
+        """The line of `path`, else of its nearest enclosing table or key that has one."""
+        for end in range(len(path), 0, -1):
+            line = self.lines.get(tuple(path[:end]))
+            if line is not None:
+                return line
         return None
 
-    def fail(self, key: str | None, problem: str, fix: str = "") -> None:
-        line = self.line_of(key)
-        where = f"{self.path}:{line}" if line else str(self.path)
-        raise UserError(f"{where}: {problem}", fix or "see the other labs/*.toml for the format")
+    def _line_at(self, pos: int) -> int:
+        return self.text.count("\n", 0, pos) + 1
+
+    def _scan(self) -> None:
+        text, pos = self.text, 0
+        table: tuple = ()
+        arrays: dict[tuple, int] = {}
+        while True:
+            pos = self._skip_blank(pos, newlines=True)
+            if pos >= len(text):
+                return
+            start = pos
+            if text[pos] == "[":
+                is_array = text.startswith("[[", pos)
+                parts, pos = self._key(pos + (2 if is_array else 1))
+                resolved = self._resolve(parts[:-1] if is_array else parts, arrays)
+                if is_array:
+                    resolved = (*resolved, parts[-1])
+                    arrays[resolved] = arrays.get(resolved, -1) + 1
+                    resolved = (*resolved, arrays[resolved])
+                table = resolved
+                self.lines.setdefault(table, self._line_at(start))
+                pos = self._end_of_line(pos)
+                continue
+            parts, pos = self._key(pos)
+            for end in range(1, len(parts) + 1):
+                self.lines.setdefault((*table, *parts[:end]), self._line_at(start))
+            pos = self._skip_blank(pos)
+            if pos < len(text) and text[pos] == "=":
+                pos += 1
+            pos = self._skip_value(pos)
+
+    @staticmethod
+    def _resolve(parts: list[str], arrays: dict[tuple, int]) -> tuple:
+        resolved: tuple = ()
+        for part in parts:
+            resolved = (*resolved, part)
+            if resolved in arrays:
+                resolved = (*resolved, arrays[resolved])
+        return resolved
+
+    def _skip_blank(self, pos: int, *, newlines: bool = False) -> int:
+        text = self.text
+        while pos < len(text):
+            char = text[pos]
+            if char in " \t\r" or (newlines and char == "\n"):
+                pos += 1
+            elif char == "#" and newlines:
+                pos = self._end_of_line(pos)
+            else:
+                break
+        return pos
+
+    def _end_of_line(self, pos: int) -> int:
+        end = self.text.find("\n", pos)
+        return len(self.text) if end < 0 else end + 1
+
+    def _key(self, pos: int) -> tuple[list[str], int]:
+        """A (dotted) key or header name from pos; returns its parts and the position after."""
+        text = self.text
+        parts: list[str] = []
+        while True:
+            pos = self._skip_blank(pos)
+            if text[pos] in "\"'":
+                end = self._skip_string(pos)
+                raw = text[pos + 1 : end - 1]
+                parts.append(raw if text[pos] == "'" else _unescape(raw))
+                pos = end
+            else:
+                match = self._BARE.match(text, pos)
+                if match is None:
+                    raise IndexError(pos)
+                parts.append(match.group())
+                pos = match.end()
+            pos = self._skip_blank(pos)
+            if pos < len(text) and text[pos] == ".":
+                pos += 1
+                continue
+            return parts, pos
+
+    def _skip_string(self, pos: int) -> int:
+        """The position just after the string (any of the four kinds) that starts at pos."""
+        text = self.text
+        quote = text[pos]
+        if text.startswith(quote * 3, pos):
+            pos += 3
+            while True:
+                if quote == '"' and text[pos] == "\\":
+                    pos += 2
+                elif text.startswith(quote * 3, pos):
+                    pos += 3
+                    extra = 0
+                    while extra < 2 and pos < len(text) and text[pos] == quote:
+                        pos += 1
+                        extra += 1
+                    return pos
+                else:
+                    pos += 1
+        pos += 1
+        while text[pos] != quote:
+            pos += 2 if quote == '"' and text[pos] == "\\" else 1
+        return pos + 1
+
+    def _skip_value(self, pos: int) -> int:
+        """Past one value: up to the end of its line, or of its last line for arrays."""
+        text = self.text
+        depth = 0
+        while pos < len(text):
+            char = text[pos]
+            if char in "\"'":
+                pos = self._skip_string(pos)
+                continue
+            if char in "[{":
+                depth += 1
+            elif char in "]}":
+                depth -= 1
+            elif char == "#":
+                pos = self._end_of_line(pos)
+                if depth <= 0:
+                    return pos
+                continue
+            elif char == "\n" and depth <= 0:
+                return pos + 1
+            pos += 1
+        return pos
 
 
-def _text(table: dict, key: str, problems: _Problems) -> str:
-    value = table.get(key)
-    if not isinstance(value, str) or not value:
-        problems.fail(key, f"missing or empty {key!r}", f'add {key} = "..."')
-    return value
-
-
-def _apply(
-    base: ScenarioConfig, settings: dict, problems: _Problems, *, where: str
-) -> ScenarioConfig:
+def _unescape(raw: str) -> str:
     try:
-        return base.with_settings(settings)
-    except SettingError as err:
-        bad_key = next((k for k in settings if k in str(err)), None)
-        problems.fail(bad_key, f"{where}: {err}", "fix or remove that setting")
-    raise AssertionError("unreachable")
+        return tomllib.loads(f'k = "{raw}"')["k"]
+    except tomllib.TOMLDecodeError:
+        return raw

@@ -248,6 +248,14 @@ def executable_path(name: str) -> Path:
     return path
 
 
+def optional_executable(name: str) -> str | None:
+    """The executable's path as a string, or None where it is not built."""
+    try:
+        return str(executable_path(name))
+    except NativeError:
+        return None
+
+
 def load_library() -> ctypes.CDLL:
     """Load libtfolab once, declare every signature and check the ABI; NativeError if stale."""
     global _library

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import statistics
 
-from tfolab.labrun import LabResult
-from tfolab.labs import Lab
+from tfolab.labrun import LabResult, ScenarioResult
+from tfolab.labs import BrokenLab, Lab
 
 
-def lab_list(labs: list[Lab]) -> str:
+def lab_list(labs: list[Lab], broken: tuple[BrokenLab, ...] | list[BrokenLab] = ()) -> str:
     lines = []
     for lab in labs:
         lines.append(f"{lab.name:<10} {lab.title}: {lab.summary}")
@@ -19,13 +19,69 @@ def lab_list(labs: list[Lab]) -> str:
         for scenario in lab.scenarios:
             lines.append(f"  {scenario.name:<{width}}  {scenario.summary}")
         lines.append("")
-    lines.append("Model only: tfolab simulate LAB [--scenario NAME] [--delay MS]")
+    for lab in broken:
+        lines.append(f"{lab.name:<10} BROKEN: {lab.message}")
+        lines.append("")
+    if not labs and not broken:
+        lines += ["(no lab files here)", ""]
+    lines.append("Model only: tfolab simulate LAB [--scenario NAME | --ladder] [--delay MS]")
     lines.append("Real run:   tfolab run LAB [--scenario NAME] [--delay MS]")
     return "\n".join(lines)
 
 
 def delay_words(delay_ms: float) -> str:
+    if delay_ms == 0:
+        return "one-way delay D = 0 ms (RTT 0, loopback)"
     return f"one-way delay D = {delay_ms:g} ms (RTT = {2 * delay_ms:g} ms)"
+
+
+def simulation_summary(lab: Lab, result: LabResult) -> str:
+    """`tfolab simulate` without a scenario: one line per scenario, its predicted headline."""
+    rtt = 2 * result.delay_ms
+    lines = [
+        f"{lab.title} ({lab.name}), model only: {delay_words(result.delay_ms)}, HZ {result.hz}"
+    ]
+    if lab.headline:
+        lines.append(f"Headline: {lab.headline}")
+    lines.append("")
+    titles = ["scenario", "its", "predicted"]
+    if rtt:
+        titles.append(f"in round trips (RTT {rtt:g} ms)")
+    rows = []
+    for scenario in result.scenarios:
+        predicted = [m.predicted_ms for m in scenario.measurements]
+        row = [scenario.planned.name, str(len(predicted)), _per_iteration(predicted, 1.0, " ms")]
+        if rtt:
+            row.append(_per_iteration(predicted, rtt, " RTT"))
+        rows.append(row)
+    widths = [max(len(row[i]) for row in [titles, *rows]) for i in range(len(titles))]
+    for row in [titles, ["-" * w for w in widths], *rows]:
+        cells = [
+            cell.rjust(width) if column == 1 else cell.ljust(width)
+            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("")
+    lines.append(
+        f"Ladder diagrams: tfolab simulate {lab.name} --scenario NAME (or --ladder for all)."
+    )
+    return "\n".join(lines)
+
+
+def _per_iteration(values_ms: list[float], unit_ms: float, suffix: str) -> str:
+    """'20.4 ms', 'first 40.8 ms, later 20.4 ms' or every value when they all differ."""
+    shown = [f"{value / unit_ms:.1f}" for value in values_ms]
+    if not shown:
+        return "-"
+    if len(set(shown)) == 1:
+        return shown[0] + suffix + (" each" if len(shown) > 1 else "")
+    if len(set(shown[1:])) == 1:
+        return f"first {shown[0]}{suffix}, later {shown[1]}{suffix}"
+    return ", ".join(shown) + suffix
+
+
+def scenario_heading(lab: Lab, scenario: ScenarioResult) -> str:
+    return f"== {lab.name} / {scenario.planned.name}: {scenario.planned.summary}"
 
 
 def results_table(result: LabResult) -> str:

@@ -80,7 +80,7 @@ def test_broken_lab_file_names_file_line_and_problem(
     assert problem in message
 
 
-def test_cli_reports_broken_lab_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_lists_a_broken_lab_file_and_exits_0(tmp_path: Path) -> None:
     import subprocess
     import sys
 
@@ -93,6 +93,7 @@ def test_cli_reports_broken_lab_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
         env=env,
         timeout=60,
     )
-    assert done.returncode == 2
-    assert done.stderr.count("\n") == 1
-    assert "broken.toml:7" in done.stderr and "warp_speed" in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    [line] = [line for line in done.stdout.splitlines() if "BROKEN" in line]
+    assert line.startswith("x ") and "broken.toml:7" in line and "warp_speed" in line

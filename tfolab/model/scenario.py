@@ -13,6 +13,8 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -71,9 +73,64 @@ class ScenarioConfig:
     mtu: int = 65536  # the namespace's lo MTU (1500 for realistic segments)
     autocorking: bool = True  # net.ipv4.tcp_autocorking (namespace)
 
-    def with_settings(self, settings: dict[str, str]) -> ScenarioConfig:
-        """Apply KEY=VALUE strings (from --set or a lab file), type-checked."""
+    def with_settings(self, settings: dict[str, object]) -> ScenarioConfig:
+        """Apply KEY=VALUE strings (from --set or a lab file), each one type- and range-checked.
+
+        The combination rules are `check()`'s: a lab file may set them over
+        several tables, so they apply to the finished config only.
+        """
         return dataclasses.replace(self, **parse_settings(settings))
+
+    def check(self) -> ScenarioConfig:
+        """Every rule a setting or a combination must follow, or SettingError naming the key.
+
+        The one place for what the model, the native client and the runner
+        would each reject later: callers check here before anything starts.
+        """
+        for name, (low, high) in LIMITS.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise SettingError(f"setting {name} wants a whole number, got {value!r}", name)
+            if not low <= value <= high:
+                raise SettingError(_range_message(name, value), name)
+        for name, choices in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise SettingError(
+                    f"setting {name} wants one of {', '.join(choices)}, got {value!r}", name
+                )
+        if self.pattern == "wwr":
+            total = self.first_write_bytes + self.second_write_bytes
+            if total > MAX_PAYLOAD_BYTES:
+                raise SettingError(
+                    f"first_write_bytes + second_write_bytes must be at most "
+                    f"{MAX_PAYLOAD_BYTES}, got {self.first_write_bytes} + "
+                    f"{self.second_write_bytes}",
+                    "second_write_bytes",
+                    "first_write_bytes",
+                    "pattern",
+                )
+            if self.client_fastopen != "off":
+                raise SettingError(
+                    f"client_fastopen={self.client_fastopen} does not combine with pattern=wwr "
+                    "(write-write-read is modelled without Fast Open)",
+                    "client_fastopen",
+                    "pattern",
+                )
+        if self.single_write and self.msg_more:
+            raise SettingError(
+                "single_write and msg_more do not combine: MSG_MORE needs a second write",
+                "msg_more",
+                "single_write",
+            )
+        if self.client_fastopen != "off" and not self.fastopen_sysctl & 0x1:
+            raise SettingError(
+                f"client_fastopen={self.client_fastopen} needs bit 0x1 in fastopen_sysctl "
+                f"(got {self.fastopen_sysctl:#x}): without it the kernel answers EOPNOTSUPP",
+                "fastopen_sysctl",
+                "client_fastopen",
+            )
+        return self
 
 
 def field_names() -> list[str]:
@@ -81,19 +138,60 @@ def field_names() -> list[str]:
 
 
 class SettingError(ValueError):
-    """A --set KEY=VALUE the scenario cannot take; the message says why and what fits."""
+    """A setting the scenario cannot take; the message says why and what fits.
+
+    `keys` are the settings involved, the one best changed first.
+    """
+
+    def __init__(self, message: str, *keys: str) -> None:
+        super().__init__(message)
+        self.keys = keys
+
+    @property
+    def key(self) -> str | None:
+        return self.keys[0] if self.keys else None
 
 
-def parse_settings(settings: dict[str, str]) -> dict[str, object]:
+# The largest request or write pair: the model's limit (the native client's is 1 MiB).
+MAX_PAYLOAD_BYTES = 1_000_000
+
+# Inclusive ranges of the whole-number settings, and what each one is.
+LIMITS: dict[str, tuple[int, int]] = {
+    "request_bytes": (1, MAX_PAYLOAD_BYTES),
+    "first_write_bytes": (1, MAX_PAYLOAD_BYTES),
+    "second_write_bytes": (1, MAX_PAYLOAD_BYTES),
+    "server_fastopen_qlen": (0, 1_000_000),
+    "fastopen_sysctl": (0, 0xFFF),
+    "rotate_key_before_iteration": (0, 10_000),
+    "pingpong_thresh": (1, 255),
+    "mtu": (128, 65536),
+}
+_UNITS: dict[str, str] = {
+    "request_bytes": "bytes",
+    "first_write_bytes": "bytes",
+    "second_write_bytes": "bytes",
+    "mtu": "bytes",
+}
+
+
+def _range_message(key: str, value: int) -> str:
+    low, high = LIMITS[key]
+    shown = f"{low:#x} to {high:#x}" if key == "fastopen_sysctl" else f"{low} to {high}"
+    unit = f" {_UNITS[key]}" if key in _UNITS else ""
+    return f"setting {key} must be {shown}{unit}, got {value}"
+
+
+def parse_settings(settings: dict[str, object]) -> dict[str, object]:
     """Turn string settings into typed values, with one clear error per bad key."""
     fields = {f.name: f for f in dataclasses.fields(ScenarioConfig)}
     defaults = ScenarioConfig()
     typed: dict[str, object] = {}
     for key, raw in settings.items():
         if key not in fields:
-            raise SettingError(
-                f"unknown setting {key!r}; known settings: {', '.join(sorted(fields))}"
-            )
+            close = difflib.get_close_matches(key, list(fields), n=1)
+            known = ", ".join(sorted(fields))
+            hint = f": did you mean {close[0]!r}? Known" if close else "; known"
+            raise SettingError(f"unknown setting {key!r}{hint} settings: {known}", key)
         default = getattr(defaults, key)
         typed[key] = _parse_value(key, raw, default)
     return typed
@@ -115,20 +213,40 @@ def _parse_value(key: str, raw: object, default: object) -> object:
             return True
         if text in ("0", "false", "no", "off"):
             return False
-        raise SettingError(f"setting {key} wants true or false, got {raw!r}")
+        raise SettingError(f"setting {key} wants true or false, got {raw!r}", key)
     if isinstance(default, int):
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            value = raw
-        else:
-            try:
-                value = int(str(raw).strip(), 0)
-            except ValueError:
-                raise SettingError(f"setting {key} wants a whole number, got {raw!r}") from None
+        value = _whole_number(key, raw)
+        if key in LIMITS and not LIMITS[key][0] <= value <= LIMITS[key][1]:
+            raise SettingError(_range_message(key, value), key)
         if value < 0:
-            raise SettingError(f"setting {key} cannot be negative, got {raw!r}")
+            raise SettingError(f"setting {key} cannot be negative, got {raw!r}", key)
         return value
+    if isinstance(raw, bool | int | float):
+        raise SettingError(
+            f"setting {key} wants one of {', '.join(_CHOICES.get(key, ()))}, got {raw!r}", key
+        )
     text = str(raw).strip()
     choices = _CHOICES.get(key)
     if choices and text not in choices:
-        raise SettingError(f"setting {key} wants one of {', '.join(choices)}, got {raw!r}")
+        raise SettingError(f"setting {key} wants one of {', '.join(choices)}, got {raw!r}", key)
     return text
+
+
+def _whole_number(key: str, raw: object) -> int:
+    """An int from 16, "16", "0x207" or "1e6"; never from a bool or a fraction."""
+    if isinstance(raw, bool):
+        raise SettingError(f"setting {key} wants a whole number, got {raw!r}", key)
+    if isinstance(raw, int):
+        return raw
+    text = str(raw).strip()
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if math.isfinite(number) and number == int(number):
+        return int(number)
+    raise SettingError(f"setting {key} wants a whole number, got {raw!r}", key)

@@ -5,6 +5,8 @@ Rules:
   A new lab file appears here without code.
 - Enter (or a click) on a scenario opens the lab screen on it; on a lab, on
   its first scenario. Highlighting only changes the guide and the summary.
+- A lab file that did not load is listed as BROKEN with its message
+  (file:line: problem); it cannot be opened. The other labs work as usual.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static, Tree
 
-from tfolab.labs import Lab
+from tfolab.labs import BrokenLab, Lab
 
-NodeData = tuple[str, str | None]  # (lab name, scenario name or None for the lab)
+# (lab name, scenario name or None for the lab), or a lab file that did not load
+NodeData = tuple[str, str | None] | BrokenLab
 
 
 class StartScreen(Screen[None]):
@@ -32,9 +35,11 @@ class StartScreen(Screen[None]):
         ("l", "focus_labs", "Labs"),
     ]
 
-    def __init__(self, labs: list[Lab]) -> None:
+    def __init__(self, labs: list[Lab], broken: tuple[BrokenLab, ...] | None = None) -> None:
         super().__init__()
         self.labs = labs
+        # load_labs() returns a LabList that carries the broken files along.
+        self.broken = tuple(broken if broken is not None else getattr(labs, "broken", ()))
         self._guide_lab: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -54,6 +59,17 @@ class StartScreen(Screen[None]):
                     for scenario in lab.scenarios:
                         label = Text.assemble(scenario.name, "  ", (scenario.summary, "dim"))
                         node.add_leaf(label, data=(lab.name, scenario.name))
+                for broken in self.broken:
+                    tree.root.add_leaf(
+                        Text.assemble(
+                            (broken.name, "bold"),
+                            "  ",
+                            ("BROKEN", "bold red"),
+                            "  ",
+                            (broken.source.name, "dim"),
+                        ),
+                        data=broken,
+                    )
                 yield tree
                 yield Static("", id="summary")
             with VerticalScroll(id="guide-pane"):
@@ -69,9 +85,13 @@ class StartScreen(Screen[None]):
         banner.set_classes("banner-ok" if status.possible else "banner-off")
         tree = self.query_one(Tree)
         tree.focus()
-        if self.labs:
+        if tree.root.children:
             tree.move_cursor(tree.root.children[0])
-            self._show(self.labs[0].name, None)
+            first = tree.root.children[0].data
+            if isinstance(first, BrokenLab):
+                self._show_broken(first)
+            elif first is not None:
+                self._show(*first)
 
     def _lab(self, name: str) -> Lab:
         return next(lab for lab in self.labs if lab.name == name)
@@ -97,15 +117,43 @@ class StartScreen(Screen[None]):
             self.query_one("#guide", Markdown).update(lab.guide_text())
             self.query_one("#guide-pane").scroll_home(animate=False)
 
+    def _show_broken(self, broken: BrokenLab) -> None:
+        summary = Text.assemble(
+            (f"{broken.name}: BROKEN", "bold red"),
+            "\n",
+            broken.reason,
+            "\n",
+            (f"fix: {broken.fix} · it cannot be opened until then", "dim"),
+        )
+        self.query_one("#summary", Static).update(summary)
+        key = f"broken:{broken.source}"
+        if self._guide_lab != key:
+            self._guide_lab = key
+            self.query_one("#guide", Markdown).update(
+                f"# {broken.name}: this lab file does not load\n\n"
+                f"```\n{broken.reason}\n```\n\n"
+                f"Fix: {broken.fix}.\n\nThe other labs are not affected; "
+                "restart tfolab after fixing the file."
+            )
+            self.query_one("#guide-pane").scroll_home(animate=False)
+
     @on(Tree.NodeHighlighted)
     def _highlighted(self, event: Tree.NodeHighlighted[NodeData]) -> None:
-        if event.node.data is not None:
-            self._show(*event.node.data)
+        data = event.node.data
+        if isinstance(data, BrokenLab):
+            self._show_broken(data)
+        elif data is not None:
+            self._show(*data)
 
     @on(Tree.NodeSelected)
     def _selected(self, event: Tree.NodeSelected[NodeData]) -> None:
-        if event.node.data is not None:
-            lab_name, scenario = event.node.data
+        data = event.node.data
+        if isinstance(data, BrokenLab):
+            self.notify(
+                f"{data.name} cannot be opened: {data.reason}", title="Broken lab", severity="error"
+            )
+        elif data is not None:
+            lab_name, scenario = data
             self.app.open_lab(lab_name, scenario)
 
     def action_focus_guide(self) -> None:

@@ -1,0 +1,168 @@
+"""Every bad input to `tfolab run` is refused before the runner process exists.
+
+Two independent proofs, neither of which touches the network:
+- in-process: cli.main() with the runner's spawn points (tfolab.runner.client's
+  stream_events and the asyncio subprocess call it makes) replaced by functions
+  that record the call and fail; a positive control shows a good input does
+  reach them, so the patch sits on the real path;
+- as a process: `python -m tfolab run ...` under `strace -f -e execve`, which
+  records any program the CLI starts (the runner is `python -m tfolab.runner`),
+  without changing what the CLI can do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tfolab import cli
+from tfolab.runner import client
+
+GOOD_LAB = '[lab]\nname = "fine"\n\n[[scenario]]\nname = "a"\n'
+
+# (arguments after `run`, what the one stderr line must contain)
+CASES = [
+    (["handshake", "--delay", "10xs"], "invalid delay '10xs'"),
+    (["handshake", "--delay", "-1"], "delay '-1' is out of range"),
+    (["handshake", "--delay", "1000.5"], "delay '1000.5' is out of range"),
+    (["handshake", "--delay", "nan"], "out of range"),
+    (["handshake", "--iterations", "0"], "--iterations 0 is out of range"),
+    (["handshake", "--iterations", "10000000000000000000000"], "is out of range"),
+    (["handshake", "--iterations", "many"], "invalid int value: 'many'"),
+    (["handshake", "--set", "mtu=0"], "setting mtu must be 128 to 65536"),
+    (["handshake", "--set", "request_bytes=1e8"], "request_bytes must be 1 to 1000000"),
+    (["handshake", "--set", "request_bytes=0"], "request_bytes must be 1 to 1000000"),
+    (["handshake", "--set", "nosuchkey=1"], "unknown setting 'nosuchkey'"),
+    (["handshake", "--set", "nodelay=maybe"], "nodelay wants true or false"),
+    (["handshake", "--set", "pattern=udp"], "pattern wants one of rr, wwr"),
+    (["handshake", "--set", "pingpong_thresh=256"], "pingpong_thresh must be 1 to 255"),
+    (["handshake", "--set", "server_fastopen_qlen=-1"], "server_fastopen_qlen must be 0"),
+    (["handshake", "--set", "nodelay"], "is not KEY=VALUE"),
+    (
+        ["delack", "--set", "single_write=true", "--set", "msg_more=true", "--set", "mtu=128"],
+        "single_write and msg_more do not combine",
+    ),
+    (["fastopen", "--set", "pattern=wwr"], "does not combine with pattern=wwr"),
+    (["fastopen", "--set", "fastopen_sysctl=2"], "needs bit 0x1 in fastopen_sysctl"),
+    (
+        ["delack", "--set", "first_write_bytes=999999", "--set", "second_write_bytes=2"],
+        "first_write_bytes + second_write_bytes must be at most 1000000",
+    ),
+    (["handshake", "--scenario", "nosuch"], "lab 'handshake' has no scenario 'nosuch'"),
+    (["nosuchlab"], "unknown lab 'nosuchlab'"),
+    (["handshake", "--backend", "bogus"], "invalid choice: 'bogus'"),
+    (
+        ["handshake", "--backend", "none", "--delay", "10"],
+        "--backend none adds no delay: use --delay 0, or another backend",
+    ),
+    (["handshake", "--labs-dir", "/nonexistent/labs"], "/nonexistent/labs does not exist"),
+]
+IDS = [" ".join(args) for args, _ in CASES]
+
+
+class Spawned(AssertionError):
+    """A runner was about to start: the test has failed."""
+
+
+@pytest.fixture
+def spawns(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Replace every way the CLI could start the runner; returns the calls made."""
+    calls: list[object] = []
+
+    def stream_events(job: object, **_: object) -> None:
+        calls.append(job)
+        raise Spawned(f"the runner would have started for {job}")
+
+    async def create_subprocess_exec(*args: object, **_: object) -> None:
+        calls.append(args)
+        raise Spawned(f"a process would have started: {args}")
+
+    def popen(*args: object, **_: object) -> None:
+        calls.append(args)
+        raise Spawned(f"a process would have started: {args}")
+
+    monkeypatch.setattr(client, "stream_events", stream_events)
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", create_subprocess_exec)
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    return calls
+
+
+@pytest.mark.parametrize(("args", "expected"), CASES, ids=IDS)
+def test_refused_in_process_before_any_spawn(
+    args: list[str], expected: str, spawns: list[object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", *args]) == 2
+    out, err = capsys.readouterr()
+    assert spawns == []
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("tfolab: ")
+    assert expected in lines[0]
+
+
+def test_a_good_input_does_reach_the_patched_spawn(spawns: list[object]) -> None:
+    """The control: without it, a patch on the wrong function would prove nothing."""
+    with pytest.raises(Spawned):
+        cli.main(["run", "handshake", "--delay", "0", "--backend", "none", "--iterations", "1"])
+    assert len(spawns) == 1
+
+
+def test_a_broken_lab_is_refused_before_any_spawn(
+    tmp_path: Path, spawns: list[object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "fine.toml").write_text(GOOD_LAB)
+    (tmp_path / "broken.toml").write_text(GOOD_LAB.replace("fine", "broken") + "mtu = 0\n")
+    assert cli.main(["run", "broken", "--labs-dir", str(tmp_path)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert f"{tmp_path / 'broken.toml'}:6: scenario 'a': setting mtu must be" in line
+    assert spawns == []
+
+
+def _strace() -> str:
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed")
+    probe = subprocess.run(
+        [strace, "-f", "-qq", "-e", "trace=execve", "-o", "/dev/null", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"strace cannot trace here: {probe.stderr.strip()[-200:]}")
+    return strace
+
+
+@pytest.mark.parametrize(("args", "expected"), CASES, ids=IDS)
+def test_refused_as_a_process_that_starts_nothing(
+    args: list[str], expected: str, tmp_path: Path
+) -> None:
+    strace = _strace()
+    trace = tmp_path / "execve.txt"
+    started = time.monotonic()
+    done = subprocess.run(
+        [strace, "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
+         sys.executable, "-m", "tfolab", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("tfolab: ") and expected in lines[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    programs = [line for line in trace.read_text().splitlines() if "execve(" in line]
+    # Only the CLI itself: no runner (`python -m tfolab.runner`), no tc, no server.
+    assert len(programs) == 1, programs
+    assert "tfolab.runner" not in trace.read_text()
+    # A refusal is startup plus parsing; a runner's namespace and delay come later.
+    assert elapsed < 60, elapsed
