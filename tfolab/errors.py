@@ -1,9 +1,8 @@
 """The one error type a user ever sees: a one-line reason plus the fix.
 
 Rules: anything that is the user's input or the machine's environment raises
-UserError; the CLI prints `tfolab: <reason>` and, on a second line starting
-with `fix:`, what to do, and exits 2. Nothing else is caught: a bug should show
-its traceback.
+UserError; the CLI prints it as one line, `tfolab: <reason>; fix: <what to do>`,
+and exits 2. Nothing else is caught: a bug should show its traceback.
 """
 
 from __future__ import annotations
@@ -18,4 +17,4 @@ class UserError(Exception):
         self.fix = fix
 
     def one_line(self) -> str:
-        return f"{self.reason} ({self.fix})" if self.fix else self.reason
+        return f"{self.reason}; fix: {self.fix}" if self.fix else self.reason

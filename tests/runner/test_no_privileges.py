@@ -53,7 +53,7 @@ def test_run_without_privileges_is_exit_2_with_reason_and_fix(can_nest: None) ->
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr
     assert "no privileges for a lab network" in lines[0]
-    assert "sudo" in lines[0]
+    assert "as root" in lines[0]
 
 
 def test_doctor_explains_why_not(can_nest: None) -> None:

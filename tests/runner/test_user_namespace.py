@@ -44,3 +44,15 @@ def test_fastopen_in_a_user_namespace_keeps_the_story(delaying_machine: LabMachi
     assert counters["cookie-request"]["TCPFastOpenCookieReqd"] == 1
     assert counters["invalid-cookie"]["TCPFastOpenPassiveFail"] == 1
     assert all(i["ok"] for s in result["scenarios"] for i in s["iterations"])
+
+
+def test_the_cookie_cache_is_left_alone_where_fast_open_is_not_used(
+    delaying_machine: LabMachine,
+) -> None:
+    if shutil.which("unshare") is None:
+        pytest.skip("util-linux unshare is not installed")
+    done = in_user_namespace("run", "handshake", "--delay", "1", "--iterations", "1")
+    if done.returncode == 2 and "user namespace" in done.stderr:
+        pytest.skip(f"user namespaces are not available here: {done.stderr.strip()[-200:]}")
+    assert "running plain" in done.stderr, done.stderr
+    assert "cookie cache" not in done.stdout + done.stderr

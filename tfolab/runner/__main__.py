@@ -32,7 +32,7 @@ def main() -> int:
     delay: InstalledDelay | None = None
     try:
         server = str(native.executable_path("tfo-echo-server"))
-        delayer = _optional_delayer()
+        delayer = native.optional_executable("tfo-delay")
         how = netns.enter_new_netns()
         netns.set_loopback(True)
         scheduling = netns.prefer_realtime()
@@ -67,13 +67,6 @@ def main() -> int:
     finally:
         if delay is not None:
             delay.stop()
-
-
-def _optional_delayer() -> str | None:
-    try:
-        return str(native.executable_path("tfo-delay"))
-    except native.NativeError:
-        return None
 
 
 if __name__ == "__main__":

@@ -70,8 +70,9 @@ def enter_new_netns() -> str:
         raise UserError(
             f"no privileges for a lab network: unprivileged user namespaces are refused "
             f"({errno.errorcode.get(code, code)})",
-            "run with sudo, or enable them: sysctl kernel.unprivileged_userns_clone=1 "
-            "(or kernel.apparmor_restrict_unprivileged_userns=0)",
+            "run tfolab as root, or let users make them: "
+            "sysctl -w kernel.unprivileged_userns_clone=1 "
+            "or kernel.apparmor_restrict_unprivileged_userns=0",
         )
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"0 {uid} 1")

@@ -26,10 +26,7 @@ def probe() -> dict[str, object]:
         report["namespace_error"] = err.reason if isinstance(err, UserError) else str(err)
         return report
     report["netem"] = list(netem_works())
-    try:
-        delayer: str | None = str(native.executable_path("tfo-delay"))
-    except native.NativeError:
-        delayer = None
+    delayer = native.optional_executable("tfo-delay")
     report["nfqueue"] = list(nfqueue_works(delayer))
     return report
 

@@ -119,11 +119,12 @@ def run_scenario(
             native.run_client(_warm_up_options(network.destination, server.port)),
             "warm-up exchange",
         )
-        if config.cookie_cache in ("flush", "warm"):
+        uses_fastopen = config.client_fastopen != "off"
+        if uses_fastopen and config.cookie_cache in ("flush", "warm"):
             note = network.empty_cookie_cache()
             if note:
                 emit("note", scenario=scenario.name, text=note)
-        if config.cookie_cache == "warm":
+        if uses_fastopen and config.cookie_cache == "warm":
             warm = native.run_client(client_options(config, network.destination, server.port, 1))
             _check(warm, "warm-up connection")
         before = netstack.read_tcpext()

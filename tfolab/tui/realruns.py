@@ -78,14 +78,7 @@ def quick_check() -> RealRunStatus:
             )
         how = "user namespaces, no root needed"
     try:
-        backend = likely_backend("auto", 1.0, _delayer())
+        backend = likely_backend("auto", 1.0, native.optional_executable("tfo-delay"))
     except UserError as err:
         return RealRunStatus(False, err.reason, f"{err.fix[0].upper()}{err.fix[1:]}.")
     return RealRunStatus(True, f"{how}, {backend} delay")
-
-
-def _delayer() -> str | None:
-    try:
-        return str(native.executable_path("tfo-delay"))
-    except native.NativeError:
-        return None
