@@ -1,4 +1,4 @@
-"""The predictions reproduce the measured tables of TCP-NOTES.md within their tolerance.
+"""The predictions reproduce the measured tables of docs/TCP-NOTES.md within their tolerance.
 
 The measurements were taken with the NFQUEUE delayer (no netem on the build
 machines). Its error per delayed packet is about 0.4 ms (TFO at D = 10 ms:

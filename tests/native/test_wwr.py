@@ -1,4 +1,4 @@
-"""Write-write-read on loopback with no added delay (TCP-NOTES: Nagle + delayed ACK).
+"""Write-write-read on loopback, no added delay (docs/TCP-NOTES.md: Nagle + delayed ACK).
 
 From round 2 on the server is interactive and delays its ACK; Nagle holds the
 second write until that ACK: a round takes the delayed-ACK timer, 40 ms plus up to

@@ -92,7 +92,7 @@ class Link:
       charged to the sending socket while it waits (the reference behaviour).
     - "nfqueue": the bundled delayer holds the skb in an NFQUEUE; it stays
       charged to the socket until released D later, which lets autocorking
-      hold a following small write until then (TCP-NOTES, "Delay emulation").
+      hold a following small write until then (docs/TCP-NOTES.md, "Delay emulation").
     - "none": no added delay backend (D should be 0); behaves like netem.
     """
 
