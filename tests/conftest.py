@@ -7,11 +7,26 @@ skipped with the probe's reason elsewhere; they never silently pass.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis profiles, registered before any test module builds its @settings (which
+# inherit every field they leave unset from the profile loaded here). "ci", the default,
+# is deterministic: every run draws the same examples and writes no example database
+# (.hypothesis/examples), so the README's plain `python -m pytest` gives the same result
+# every time. "dev" explores: fresh random examples each run (or --hypothesis-seed=N),
+# ten times as many, and failures are saved and replayed first on the next run:
+#     HYPOTHESIS_PROFILE=dev python -m pytest tests/model
+settings.register_profile(
+    "ci", max_examples=100, derandomize=True, database=None, deadline=None, print_blob=True
+)
+settings.register_profile("dev", max_examples=1000, derandomize=False, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Real timings on a shared 2-CPU VM: one rerun absorbs a hypervisor hiccup
 # (a lone 3-6 ms stall seen about once in a few hundred runs); a systematic
