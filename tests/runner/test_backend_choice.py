@@ -24,10 +24,20 @@ def test_auto_says_which_backend_ran(delaying_machine: LabMachine) -> None:
     assert json.loads(done.stdout)["backend"] == delaying_machine.delay_backend
 
 
-def test_backend_none_is_stated_loudly(lab_machine: LabMachine) -> None:
+def test_backend_none_with_a_delay_is_refused_before_anything_starts() -> None:
     done = run_tfolab("run", "handshake", "--backend", "none", "--delay", "10", "--iterations", "1")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "tfolab: --backend none adds no delay: use --delay 0, or another backend"
+    )
+
+
+def test_backend_none_is_stated_loudly(lab_machine: LabMachine) -> None:
+    done = run_tfolab("run", "handshake", "--backend", "none", "--delay", "0", "--iterations", "1")
     assert "NO DELAY EMULATION" in done.stderr
     assert "backend none" in done.stdout
-    as_json = run_tfolab("run", "handshake", "--backend", "none", "--iterations", "1", "--json")
+    as_json = run_tfolab(
+        "run", "handshake", "--backend", "none", "--delay", "0", "--iterations", "1", "--json"
+    )
     result = json.loads(as_json.stdout)
     assert result["backend"] == "none" and result["delay_ms"] == 0.0

@@ -194,7 +194,7 @@ def netem_may_exist() -> str | None:
         return "tc (iproute2) is not installed"
     found = kernel.kernel_config()
     if found is not None and not kernel.config_has(found[0], "NET_SCH_NETEM"):
-        return "this kernel is built without sch_netem"
+        return "this kernel has no netem (it is built without sch_netem)"
     return None
 
 
