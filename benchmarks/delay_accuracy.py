@@ -6,7 +6,8 @@ Usage:
 
 In a network namespace of its own (``unshare --net``; the host's iptables, lo,
 qdiscs and sysctls are never touched) it brings lo up, sends UDP to the delayer
-with the rule ``-o lo -p udp -j NFQUEUE --queue-num 0 --queue-bypass`` (tfolab.runner.nfrule),
+with the rule ``-o lo -p udp -j NFQUEUE --queue-num 0 --queue-bypass``
+(installed by tfolab.runner.backends.nfrule),
 starts tfo-delay with the given one-way delay D, and sends PACKETS datagrams to
 a receiver on 127.0.0.1: PACKETS - BURST of them paced every INTERVAL ms, then
 one back-to-back burst of BURST.  Each payload carries its sequence number and
@@ -53,9 +54,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tfolab.runner.delay import delayer_args
+from tfolab.runner.backends.nfqueue import delayer_args
+from tfolab.runner.backends.nfrule import RuleRefused, install_rule
 from tfolab.runner.netns import set_loopback
-from tfolab.runner.nfrule import RuleRefused, install_rule
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "native" / "delay" / "tfo_delay.c"

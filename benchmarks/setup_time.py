@@ -15,8 +15,8 @@ import asyncio
 import statistics
 import time
 
-from tfolab.labrun import plan
-from tfolab.labs import find_lab
+from tfolab.lab.catalog import find_lab
+from tfolab.lab.session import plan
 from tfolab.runner.client import stream_events
 from tfolab.runner.protocol import Job, JobScenario
 

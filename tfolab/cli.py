@@ -15,8 +15,8 @@ import sys
 from importlib import metadata
 from typing import NoReturn
 
-from tfolab.errors import UserError
-from tfolab.runner.delay import BACKEND_CHOICES
+from tfolab.core.errors import UserError
+from tfolab.runner.backends import BACKEND_CHOICES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
             default="10",
             metavar="MS",
             help="one-way delay added to every packet, ms (RTT = 2 x delay; 0 to "
-            f"{labrun_max_delay():g})",
+            f"{max_delay_ms():g})",
         )
         command.add_argument("--scenario", metavar="NAME", help="one scenario (default: all)")
         command.add_argument(
@@ -117,8 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def labrun_max_delay() -> float:
-    from tfolab.labrun import MAX_DELAY_MS
+def max_delay_ms() -> float:
+    from tfolab.lab.session import MAX_DELAY_MS
 
     return MAX_DELAY_MS
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tfolab {version()}")
             return 0
         if args.labs_dir is not None:
-            from tfolab.labs import check_labs_dir
+            from tfolab.lab.catalog import check_labs_dir
 
             args.labs_dir = check_labs_dir(args.labs_dir)
         if args.command is None:
@@ -143,10 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tfolab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`tfolab list | head`): not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _tui(args: argparse.Namespace) -> int:
-    from tfolab.labs import LABS_DIR_ENV
+    from tfolab.lab.catalog import LABS_DIR_ENV
     from tfolab.tui.app import run_app
 
     if args.labs_dir is not None:
@@ -156,8 +160,8 @@ def _tui(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from tfolab.labs import load_labs
-    from tfolab.report import lab_list
+    from tfolab.lab.catalog import load_labs
+    from tfolab.view.report import lab_list
 
     labs = load_labs(args.labs_dir)
     print(lab_list(labs, labs.broken))
@@ -165,7 +169,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from tfolab import doctor
+    from tfolab.lab import doctor
 
     found = doctor.checks()
     print(doctor.report_json(found) if args.json else doctor.report_text(found))
@@ -174,24 +178,25 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def _prepare(args: argparse.Namespace):
     """Every check of the input, before anything runs: UserError on the first problem."""
-    from tfolab import labrun
-    from tfolab.labs import find_lab
+    from tfolab.lab import session
+    from tfolab.lab.catalog import find_lab
 
-    delay_ms = labrun.parse_delay(args.delay)
-    settings = labrun.parse_set_options(args.set)
+    delay_ms = session.parse_delay(args.delay)
+    settings = session.parse_set_options(args.set)
     lab = find_lab(args.lab, args.labs_dir)
-    planned = labrun.plan(lab, args.scenario, args.iterations, settings)
+    planned = session.plan(lab, args.scenario, args.iterations, settings)
     if args.command == "run":
-        labrun.check_run(planned, delay_ms, args.backend)
+        session.check_run(planned, delay_ms, args.backend)
     return lab, planned, delay_ms
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from tfolab import labrun, report
-    from tfolab.ladder_text import render_ladder
+    from tfolab.lab import session
+    from tfolab.view import report
+    from tfolab.view.ladder_text import render_ladder
 
     lab, planned, delay_ms = _prepare(args)
-    result = labrun.predict(lab, planned, delay_ms)
+    result = session.predict(lab, planned, delay_ms)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
         return 0
@@ -206,11 +211,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tfolab import labrun, report
+    from tfolab.lab import session
+    from tfolab.view import report
 
     lab, planned, delay_ms = _prepare(args)
     progress = None if args.json else _print_progress
-    result = asyncio.run(labrun.run(lab, planned, delay_ms, args.backend, progress))
+    result = asyncio.run(session.run(lab, planned, delay_ms, args.backend, progress))
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_tfolab
-from tfolab import cli, labrun
-from tfolab.labs import find_lab
+from tfolab import cli
+from tfolab.lab import session
+from tfolab.lab.catalog import find_lab
 from tfolab.runner import client
 
-LABS = Path(__file__).resolve().parents[2] / "labs"
+LABS = Path(__file__).resolve().parents[2] / "tfolab" / "lab" / "labs"
 
 
 def test_version_prints_name_and_version() -> None:
@@ -116,7 +117,7 @@ def test_simulate_ladders_on_request(capsys: pytest.CaptureFixture[str]) -> None
 def test_simulate_json_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["simulate", "fastopen", "--delay", "7", "--json"]) == 0
     lab = find_lab("fastopen")
-    expected = labrun.predict(lab, labrun.plan(lab), 7.0).to_json()
+    expected = session.predict(lab, session.plan(lab), 7.0).to_json()
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(expected))
 
 

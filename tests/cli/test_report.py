@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from tfolab import labrun, report
-from tfolab.labs import find_lab
+from tfolab.lab import session
+from tfolab.lab.catalog import find_lab
+from tfolab.view import report
 
 
-def graded_fastopen(cookie_measured_ms: float) -> labrun.LabResult:
+def graded_fastopen(cookie_measured_ms: float) -> session.LabResult:
     lab = find_lab("fastopen")
-    planned = labrun.plan(lab, "cookie", iterations=2)
-    result = labrun.predict(lab, planned, 10.0, hz=250)
+    planned = session.plan(lab, "cookie", iterations=2)
+    result = session.predict(lab, planned, 10.0, hz=250)
     result.measured = True
     result.backend = "nfqueue"
     first, second = result.scenarios[0].measurements

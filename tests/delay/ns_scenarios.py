@@ -30,9 +30,9 @@ import sys
 import threading
 import time
 
-from tfolab.runner.delay import delayer_args
+from tfolab.runner.backends.nfqueue import delayer_args
+from tfolab.runner.backends.nfrule import RuleRefused, install_rule
 from tfolab.runner.netns import set_loopback
-from tfolab.runner.nfrule import RuleRefused, install_rule
 
 QUEUE = 7
 PR_CAPBSET_DROP, CAP_NET_ADMIN = 24, 12

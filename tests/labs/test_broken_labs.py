@@ -15,10 +15,10 @@ from rich.text import Text
 from textual.widgets import Static, Tree
 
 from tfolab import cli
-from tfolab.errors import UserError
-from tfolab.labs import BrokenLab, _TomlIndex, find_lab, load_lab_file, load_labs
+from tfolab.core.errors import UserError
+from tfolab.lab.catalog import BrokenLab, _TomlIndex, find_lab, load_lab_file, load_labs
+from tfolab.lab.environment import RealRunStatus
 from tfolab.tui.app import TfolabApp
-from tfolab.tui.realruns import RealRunStatus
 from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.screens.start import StartScreen
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tfolab.errors import UserError
-from tfolab.labs import find_lab, load_lab_file, load_labs
+from tfolab.core.errors import UserError
+from tfolab.lab.catalog import find_lab, load_lab_file, load_labs
 
 EXPECTED = {
     "handshake": ["plain"],

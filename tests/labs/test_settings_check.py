@@ -1,6 +1,6 @@
 """ScenarioConfig.check() is the one gate: what it accepts, the model and the runner take.
 
-labrun.plan and the lab loader call it before anything runs, so a config it
+session.plan and the lab loader call it before anything runs, so a config it
 passes must never be refused later by simulate() (the model's own checks), and
 every limit must hold at its edges for --set strings and lab-file values alike.
 """
@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from tfolab.labs import load_labs
+from tfolab.lab.catalog import load_labs
 from tfolab.model import simulate
 from tfolab.model.scenario import LIMITS, ScenarioConfig, SettingError
 

@@ -1,7 +1,7 @@
 """Helpers of the native tests: start the built server, read TcpExt counters.
 
 Rules: every subprocess has a timeout and is always reaped; the server is found
-through tfolab.native.executable_path, exactly as the runner finds it.
+through tfolab.core.native.executable_path, exactly as the runner finds it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tfolab import native
+from tfolab.core import native
 
 SANITIZER_MARKERS = ("Sanitizer", "runtime error:", "LeakSanitizer")
 TIMEOUT_S = 20

@@ -10,7 +10,7 @@ import pytest
 
 from tests.native.netns import run_in_netns
 from tests.native.support import echo_server, no_sanitizer_report, run
-from tfolab import native
+from tfolab.core import native
 
 SERVER_CASES = [
     (["--frob"], "unknown option '--frob'"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tfolab import native
+from tfolab.core import native
 
 
 def test_files_come_from_the_installed_package() -> None:

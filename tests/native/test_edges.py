@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.native.netns import run_in_netns
 from tests.native.support import echo_server, stop
-from tfolab import native
+from tfolab.core import native
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:

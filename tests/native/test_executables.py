@@ -22,7 +22,7 @@ import pytest
 
 from tests.native.netns import run_in_netns
 from tests.native.support import TIMEOUT_S, echo_server, run, stop
-from tfolab import native
+from tfolab.core import native
 
 
 def client(*flags: str) -> subprocess.CompletedProcess[str]:

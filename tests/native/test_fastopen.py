@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.native.netns import run_in_netns
 from tests.native.support import echo_server, tcpext
-from tfolab import native
+from tfolab.core import native
 
 
 def _fastopen_body(fastopen: str, server_qlen: str) -> dict[str, Any]:

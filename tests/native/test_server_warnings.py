@@ -17,7 +17,7 @@ import pytest
 
 from tests.native.netns import run_in_netns
 from tests.native.support import TIMEOUT_S
-from tfolab import native
+from tfolab.core import native
 
 WARNING = "tfo-echo-server: warning: --tfo has no effect"
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.native.netns import run_in_netns
 from tests.native.support import client_json, echo_server
-from tfolab import native
+from tfolab.core import native
 
 ROUNDS = 6
 STALL_MS = (39.5, 50.5)  # median of rounds 2..N: 40 ms delayed ACK + one tick (HZ >= 100)

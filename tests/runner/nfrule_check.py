@@ -12,9 +12,10 @@ import subprocess
 import sys
 import time
 
-from tfolab import native
-from tfolab.runner import netns, nfrule
-from tfolab.runner.delay import delayer_args
+from tfolab.core import native
+from tfolab.runner import netns
+from tfolab.runner.backends import nfrule
+from tfolab.runner.backends.nfqueue import delayer_args
 
 DELAY_MS = 20.0
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from tfolab.model.scenario import ScenarioConfig
-from tfolab.runner.delay import delayer_args, netem_args
-from tfolab.runner.nfrule import iptables_args
+from tfolab.runner.backends.netem import netem_args
+from tfolab.runner.backends.nfqueue import delayer_args
+from tfolab.runner.backends.nfrule import iptables_args
 from tfolab.runner.server import server_args
 
 

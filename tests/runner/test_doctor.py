@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LabMachine, run_tfolab
-from tfolab import doctor
+from tfolab.lab import doctor
 
 NO_DELAY_PROBE = {
     "namespace": "root",

@@ -1,4 +1,4 @@
-"""The NFQUEUE rule installed without any binary (tfolab.runner.nfrule).
+"""The NFQUEUE rule installed without any binary (tfolab.runner.backends.nfrule).
 
 Pure tests pin the messages' layout; the real tests install the rule each way
 this kernel accepts, in a throwaway namespace, and prove packets are queued.
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LabMachine
-from tfolab.runner import nfrule
+from tfolab.runner.backends import nfrule
 
 CHECK = Path(__file__).with_name("nfrule_check.py")
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from tfolab.lab.environment import RealRunStatus
 from tfolab.tui.app import TfolabApp
-from tfolab.tui.realruns import RealRunStatus
 
 SIZE = (100, 32)
 HZ = 250

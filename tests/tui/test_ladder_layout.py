@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from tfolab import labrun
-from tfolab.labs import find_lab
+from tfolab.lab import session
+from tfolab.lab.catalog import find_lab
 from tfolab.model.events import Segment
-from tfolab.tui.widgets.ladder_layout import MAX_GAP_ROWS, choose_scale, fit_label, layout
+from tfolab.view.ladder_layout import MAX_GAP_ROWS, choose_scale, fit_label, layout
 
 
 def timeline(lab: str, scenario: str, delay_ms: float, iterations: int = 1):
     found = find_lab(lab)
-    result = labrun.predict(found, labrun.plan(found, scenario, iterations), delay_ms, hz=250)
+    result = session.predict(found, session.plan(found, scenario, iterations), delay_ms, hz=250)
     return result.scenarios[0].simulation.events
 
 

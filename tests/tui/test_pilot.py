@@ -169,7 +169,7 @@ async def test_play_reaches_the_end_and_stops(make_app) -> None:
 
 
 async def test_runs_off_banner_and_r_explains(make_app) -> None:
-    from tfolab.tui.realruns import RealRunStatus
+    from tfolab.lab.environment import RealRunStatus
 
     off = RealRunStatus(False, "not root and user namespaces are disabled", "Run `sudo tfolab`.")
     app = make_app(open_lab="handshake", real_runs=off)

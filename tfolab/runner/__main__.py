@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 import time
 
-from tfolab import kernel, native
-from tfolab.errors import UserError
+from tfolab.core import kernel, native
+from tfolab.core.errors import UserError
 from tfolab.runner import netns
-from tfolab.runner.delay import InstalledDelay, install_delay
+from tfolab.runner.backends import InstalledDelay, install_delay
 from tfolab.runner.protocol import Job, event_line
 from tfolab.runner.scenario_run import LabNetwork, run_scenario
 

@@ -15,7 +15,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tfolab.errors import UserError
+from tfolab.core.errors import UserError
 from tfolab.runner.protocol import Job
 
 RunnerEvent = dict[str, Any]

@@ -22,7 +22,7 @@ import signal
 import socket
 import struct
 
-from tfolab.errors import UserError
+from tfolab.core.errors import UserError
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000

@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tfolab.errors import UserError
+from tfolab.core.errors import UserError
 
 FASTOPEN_COUNTERS = (
     "TCPFastOpenActive",

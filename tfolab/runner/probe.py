@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sys
 
-from tfolab import native
-from tfolab.errors import UserError
+from tfolab.core import native
+from tfolab.core.errors import UserError
 from tfolab.runner import netns
-from tfolab.runner.delay import netem_works, nfqueue_works
+from tfolab.runner.backends import BACKENDS
 
 
 def probe() -> dict[str, object]:
@@ -25,9 +25,9 @@ def probe() -> dict[str, object]:
     except (UserError, OSError) as err:
         report["namespace_error"] = err.reason if isinstance(err, UserError) else str(err)
         return report
-    report["netem"] = list(netem_works())
     delayer = native.optional_executable("tfo-delay")
-    report["nfqueue"] = list(nfqueue_works(delayer))
+    report["netem"] = list(BACKENDS["netem"].probe(delayer))
+    report["nfqueue"] = list(BACKENDS["nfqueue"].probe(delayer))
     return report
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tfolab import native
-from tfolab.errors import UserError
+from tfolab.core import native
+from tfolab.core.errors import UserError
 from tfolab.model.scenario import ScenarioConfig
 from tfolab.runner import netns, netstack
+from tfolab.runner.backends import BACKENDS
 from tfolab.runner.protocol import JobScenario
 from tfolab.runner.server import start_server
 
@@ -33,7 +34,7 @@ class LabNetwork:
 
     def autocorking_for(self, config: ScenarioConfig) -> bool:
         # NFQUEUE keeps queued skbs charged to the socket; autocorking off restores netem.
-        return config.autocorking and self.backend != "nfqueue"
+        return config.autocorking and not BACKENDS[self.backend].autocorking_off
 
     def empty_cookie_cache(self) -> str | None:
         """Flush the cookie cache, else move to a fresh destination; says which, if not flushed."""

@@ -10,7 +10,7 @@ import selectors
 import subprocess
 from dataclasses import dataclass
 
-from tfolab.errors import UserError
+from tfolab.core.errors import UserError
 from tfolab.model.scenario import ScenarioConfig
 
 READY_TIMEOUT_S = 5.0

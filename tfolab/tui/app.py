@@ -13,11 +13,11 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from tfolab import kernel
-from tfolab.errors import UserError
-from tfolab.labs import Lab, load_labs
+from tfolab.core import kernel
+from tfolab.core.errors import UserError
+from tfolab.lab.catalog import Lab, load_labs
+from tfolab.lab.environment import RealRunStatus, quick_check
 from tfolab.tui.commands import LabCommands
-from tfolab.tui.realruns import RealRunStatus, quick_check
 from tfolab.tui.screens.help import HelpScreen
 from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.screens.start import StartScreen

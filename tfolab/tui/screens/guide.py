@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown, Static
 
-from tfolab.labs import Lab
+from tfolab.lab.catalog import Lab
 
 
 class GuideScreen(ModalScreen[None]):

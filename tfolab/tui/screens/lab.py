@@ -3,12 +3,12 @@
 Rules:
 - State lives in reactives (`step`, `playing`, `speed`, `result`), and the
   widgets follow them in `watch_` methods; handlers only change state.
-- Every parameter change re-simulates at once (labrun.plan + labrun.predict);
+- Every parameter change re-simulates at once (session.plan + session.predict);
   invalid parameters never get this far (the panel shows the error inline).
-- A real run is a Textual worker that awaits labrun.run in the app's event
+- A real run is a Textual worker that awaits session.run in the app's event
   loop; the runner's events come back as RunProgress messages. A UserError
   becomes the banner (reason and fix), never a crash. No socket or subprocess
-  code here: labrun owns all of that.
+  code here: tfolab.lab.session owns all of that.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Static
 
-from tfolab import labrun
-from tfolab.errors import UserError
-from tfolab.labrun import LabResult
-from tfolab.labs import Lab
+from tfolab.core.errors import UserError
+from tfolab.lab import session
+from tfolab.lab.catalog import Lab
+from tfolab.lab.session import LabResult
 from tfolab.runner.client import RunnerEvent
 from tfolab.tui.widgets.ladder import LadderView
 from tfolab.tui.widgets.params import LabParams, ParamsPanel
@@ -114,8 +114,8 @@ class LabScreen(Screen[None]):
         """Re-run the model for the current parameters (fast: no I/O)."""
         p = self.params
         try:
-            planned = labrun.plan(self.lab, p.scenario, p.iterations, p.settings)
-            result = labrun.predict(self.lab, planned, p.one_way_delay_ms, hz=self.app.hz)
+            planned = session.plan(self.lab, p.scenario, p.iterations, p.settings)
+            result = session.predict(self.lab, planned, p.one_way_delay_ms, hz=self.app.hz)
         except UserError as err:
             self._banner(f"Cannot simulate: {err.reason}. {err.fix}", "error")
             return
@@ -241,8 +241,8 @@ class LabScreen(Screen[None]):
     @work(exclusive=True, group="real-run")
     async def real_run(self, params: LabParams) -> None:
         try:
-            planned = labrun.plan(self.lab, params.scenario, params.iterations, params.settings)
-            result = await labrun.run(
+            planned = session.plan(self.lab, params.scenario, params.iterations, params.settings)
+            result = await session.run(
                 self.lab,
                 planned,
                 params.one_way_delay_ms,

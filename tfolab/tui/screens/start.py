@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static, Tree
 
-from tfolab.labs import BrokenLab, Lab
+from tfolab.lab.catalog import BrokenLab, Lab
 
 # (lab name, scenario name or None for the lab), or a lab file that did not load
 NodeData = tuple[str, str | None] | BrokenLab

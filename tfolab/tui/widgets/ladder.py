@@ -26,9 +26,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tfolab.labrun import ScenarioResult
+from tfolab.lab.session import ScenarioResult
 from tfolab.model.events import Event
-from tfolab.tui.widgets.ladder_layout import NO_OWNER, LadderLayout, layout
+from tfolab.view.ladder_layout import NO_OWNER, LadderLayout, layout
 
 ROLES = (
     "axis",

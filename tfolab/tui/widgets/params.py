@@ -4,7 +4,7 @@ Rules:
 - The panel validates its own inputs and shows problems inline, under the
   field (never a crash, never a notification that vanishes); only a complete,
   valid set of parameters leaves it, as a ParamsPanel.Changed message.
-- Parsing is labrun's (parse_delay, the iteration range), so the UI accepts
+- Parsing is tfolab.lab.session's (parse_delay, the iteration range), so the UI accepts
   exactly what the command line accepts.
 - Choosing a scenario resets the switches to that scenario's own values;
   programmatic updates never echo back as user changes (prevent()).
@@ -20,10 +20,10 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
-from tfolab import labrun
-from tfolab.errors import UserError
-from tfolab.labs import Lab, LabScenario
-from tfolab.tui.knobs import Knob, knobs_for, settings_for
+from tfolab.core.errors import UserError
+from tfolab.lab import session
+from tfolab.lab.catalog import Lab, LabScenario
+from tfolab.view.knobs import Knob, knobs_for, settings_for
 
 
 @dataclass(frozen=True)
@@ -116,15 +116,15 @@ class ParamsPanel(VerticalScroll):
         delay: float | None = None
         delay_problem = ""
         try:
-            delay = labrun.parse_delay(delay_input.value)
+            delay = session.parse_delay(delay_input.value)
         except UserError as err:
             delay_problem = f"{err.reason}: {err.fix.removeprefix('give ')}"
         _show_problem(delay_input, delay_error, delay_problem)
         iterations: int | None = None
         text = iterations_input.value.strip()
-        if text.isdigit() and 1 <= int(text) <= labrun.MAX_ITERATIONS:
+        if text.isdigit() and 1 <= int(text) <= session.MAX_ITERATIONS:
             iterations = int(text)
-        problem = "" if iterations else f"a whole number from 1 to {labrun.MAX_ITERATIONS}"
+        problem = "" if iterations else f"a whole number from 1 to {session.MAX_ITERATIONS}"
         _show_problem(iterations_input, iterations_error, problem)
         if delay is None or iterations is None:
             return None

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
-from tfolab.labrun import LabResult, Measurement
+from tfolab.lab.session import LabResult, Measurement
 
 BAR_WIDTH = 14
 

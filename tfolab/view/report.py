@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import statistics
 
-from tfolab.labrun import LabResult, ScenarioResult
-from tfolab.labs import BrokenLab, Lab
+from tfolab.lab.catalog import BrokenLab, Lab
+from tfolab.lab.session import LabResult, ScenarioResult
 
 
 def lab_list(labs: list[Lab], broken: tuple[BrokenLab, ...] | list[BrokenLab] = ()) -> str:

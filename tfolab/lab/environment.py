@@ -15,9 +15,9 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfolab import native
-from tfolab.errors import UserError
-from tfolab.runner.delay import likely_backend
+from tfolab.core import native
+from tfolab.core.errors import UserError
+from tfolab.runner.backends import likely_backend
 
 
 @dataclass(frozen=True)

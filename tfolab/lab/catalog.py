@@ -1,4 +1,4 @@
-"""Lab definitions: read `labs/*.toml` into Lab and LabScenario objects.
+"""The lab catalogue: read `*.toml` lab files into Lab and LabScenario objects.
 
 A lab file has a `[lab]` table (name, title, summary, guide, order, headline),
 a `[defaults]` table of scenario settings, and `[[scenario]]` tables (name,
@@ -7,7 +7,7 @@ fields of `tfolab.model.scenario.ScenarioConfig`; the loader type-checks them,
 and checks every scenario's finished settings together (`ScenarioConfig.check`).
 
 Where the lab files are: `--labs-dir DIR` on the command line, else the
-environment variable TFOLAB_LABS_DIR, else the copy the install made.
+environment variable TFOLAB_LABS_DIR, else the package's own (tfolab/lab/labs/).
 
 Rules: adding a lab is adding files to the labs folder, never code. Each file
 loads on its own: a broken one becomes a BrokenLab whose message names the
@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import NoReturn
 
-from tfolab.errors import UserError
+from tfolab.core.errors import UserError
 from tfolab.model.scenario import ScenarioConfig, SettingError, parse_settings
 
 LABS_DIR_ENV = "TFOLAB_LABS_DIR"
@@ -109,21 +109,17 @@ class LabFileError(UserError):
 
 
 def labs_dir(override: str | Path | None = None) -> Path:
-    """Where the lab files are: `override` (--labs-dir), $TFOLAB_LABS_DIR, else the install's.
+    """Where the lab files are: `override` (--labs-dir), $TFOLAB_LABS_DIR, else the package's.
 
-    A wheel carries a copy of labs/; an editable install records the path of
-    the source checkout's labs/ so edits show up without reinstalling.
+    The labs ship inside the package (tfolab/lab/labs/, found through
+    importlib.resources), so reading them needs neither the C part nor a build.
     """
     if override:
         return Path(override).expanduser()
     from_env = os.environ.get(LABS_DIR_ENV)
     if from_env:
         return Path(from_env).expanduser()
-    installed = resources.files("tfolab._native")
-    pointer = installed / "labs.path"
-    if pointer.is_file():
-        return Path(pointer.read_text(encoding="utf-8").strip())
-    return Path(str(installed / "labs"))
+    return Path(str(resources.files("tfolab.lab") / "labs"))
 
 
 def check_labs_dir(directory: str | Path | None = None) -> Path:

@@ -16,19 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfolab import kernel, native
-from tfolab.errors import UserError
-from tfolab.labs import MAX_ITERATIONS, Lab
+from tfolab.core import kernel, native
+from tfolab.core.errors import UserError
+from tfolab.lab.catalog import MAX_ITERATIONS, Lab
 from tfolab.model import Accuracy, Simulation, simulate
 from tfolab.model.scenario import ScenarioConfig, SettingError, parse_settings
 from tfolab.runner import client
+from tfolab.runner.backends import BACKEND_CHOICES, BACKENDS, HOST_OVERHEAD_MS, likely_backend
 from tfolab.runner.client import RunnerEvent
-from tfolab.runner.delay import (
-    BACKEND_CHOICES,
-    HOST_OVERHEAD_MS,
-    PER_PACKET_ERROR_MS,
-    likely_backend,
-)
 from tfolab.runner.protocol import Job, JobScenario
 
 MAX_DELAY_MS = 1000.0
@@ -200,8 +195,6 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
         raise UserError(
             f"delay {delay_ms:g} ms is out of range", f"give 0 to {MAX_DELAY_MS:g} ms one way"
         )
-    if backend == "none" and delay_ms > 0:
-        raise UserError("--backend none adds no delay: use --delay 0, or another backend")
     likely_backend(backend, delay_ms, native.optional_executable("tfo-delay"))  # type: ignore[arg-type]
     if not planned:
         raise UserError("no scenario to run", "see `tfolab list`")
@@ -214,7 +207,7 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
 
 def accuracy_for(backend: str) -> Accuracy:
     return Accuracy(
-        per_packet_delay_error_ms=PER_PACKET_ERROR_MS.get(backend, PER_PACKET_ERROR_MS["nfqueue"]),
+        per_packet_delay_error_ms=BACKENDS.get(backend, BACKENDS["nfqueue"]).per_packet_error_ms,
         host_overhead_ms=HOST_OVERHEAD_MS,
     )
 

@@ -29,7 +29,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tfolab import kernel
+from tfolab.core import kernel
 
 QUEUE_NUMBER = 7
 LOOPBACK_IFINDEX = 1  # lo is ifindex 1 in every network namespace

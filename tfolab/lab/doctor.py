@@ -18,8 +18,8 @@ import sys
 from dataclasses import asdict, dataclass
 from importlib import metadata
 
-from tfolab import kernel, native
-from tfolab.runner.delay import NO_BACKEND_FIX, REINSTALL_FIX
+from tfolab.core import kernel, native
+from tfolab.runner.backends import BACKENDS, NO_BACKEND_FIX, REINSTALL_FIX
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def _netem_fix(netem_ok: object, nfqueue_ok: object) -> str:
         return ""
     if nfqueue_ok:
         return "nothing to do: the bundled NFQUEUE delayer stands in for netem"
-    return "load sch_netem (modprobe sch_netem), or use a kernel that has it"
+    return BACKENDS["netem"].fix
 
 
 def _nfqueue_fix(ok: object, why: object) -> str:
@@ -144,7 +144,7 @@ def _nfqueue_fix(ok: object, why: object) -> str:
         return REINSTALL_FIX
     if "no namespace" in str(why):
         return "first make network namespaces work (see above)"
-    return "a kernel with NFQUEUE (CONFIG_NETFILTER_NETLINK_QUEUE) and nf_tables or ip_tables"
+    return BACKENDS["nfqueue"].fix
 
 
 REAL_RUN_NEEDS = ("linux", "network namespace", "delay backend (auto)", "native parts")

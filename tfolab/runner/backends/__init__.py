@@ -1,0 +1,102 @@
+"""The delay backends, and the choice among them (`--backend auto|netem|nfqueue|none`).
+
+Rules:
+- `auto` picks netem, else nfqueue; at D = 0 it picks none. Every result says
+  which ran. `none` never pretends to delay: asked for with D > 0 it is refused.
+- `likely_backend` answers from cheap looks (no namespace, nothing started),
+  so bad choices fail before anything runs; `install_delay`, inside the lab's
+  namespace, is the final word.
+- Doctor, the runner, the lab session and the UI all ask through this package.
+"""
+
+from __future__ import annotations
+
+from tfolab.core.errors import UserError
+from tfolab.runner.backends.base import (
+    HOST_OVERHEAD_MS,
+    NO_BACKEND_FIX,
+    REINSTALL_FIX,
+    Backend,
+    BackendChoice,
+    DelayBackend,
+    InstalledDelay,
+)
+from tfolab.runner.backends.netem import NETEM
+from tfolab.runner.backends.nfqueue import NFQUEUE
+from tfolab.runner.backends.none import NONE
+
+__all__ = [
+    "BACKENDS",
+    "BACKEND_CHOICES",
+    "HOST_OVERHEAD_MS",
+    "NO_BACKEND_FIX",
+    "REINSTALL_FIX",
+    "Backend",
+    "BackendChoice",
+    "DelayBackend",
+    "InstalledDelay",
+    "install_delay",
+    "likely_backend",
+]
+
+BACKENDS: dict[str, DelayBackend] = {"netem": NETEM, "nfqueue": NFQUEUE, "none": NONE}
+BACKEND_CHOICES: tuple[str, ...] = ("auto", *BACKENDS)
+AUTO_ORDER = (NETEM, NFQUEUE)
+
+
+def likely_backend(choice: BackendChoice, delay_ms: float, delayer: str | None) -> Backend:
+    """The backend a run will most likely get, checked before anything is started.
+
+    Raises UserError when the choice clearly cannot work here; the runner's own
+    install is still the final word (a namespace may refuse what the config allows).
+    """
+    if choice == "none" and delay_ms > 0:
+        raise UserError("--backend none adds no delay: use --delay 0, or another backend")
+    if choice == "none" or (choice == "auto" and delay_ms == 0):
+        return "none"
+    if choice != "auto":
+        why = BACKENDS[choice].unavailable(delayer)
+        if why:
+            raise UserError(f"--backend {choice}: {why}", _fix_for(choice, why))
+        return BACKENDS[choice].name
+    reasons = []
+    for backend in AUTO_ORDER:
+        why = backend.unavailable(delayer)
+        if why is None:
+            return backend.name
+        reasons.append(why)
+    raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
+
+
+def install_delay(choice: BackendChoice, delay_ms: float, delayer: str | None) -> InstalledDelay:
+    """Install the chosen backend on this namespace's lo (the caller is in the lab namespace)."""
+    if choice == "none" or (choice == "auto" and delay_ms == 0):
+        return NONE.install(0.0, delayer)
+    if choice != "auto":
+        return _install_or_explain(BACKENDS[choice], delay_ms, delayer)
+    reasons = []
+    for backend in AUTO_ORDER:
+        ok, why = backend.probe(delayer) if backend is NETEM else (True, "")
+        if ok:
+            try:
+                return backend.install(delay_ms, delayer)
+            except UserError as err:
+                why = err.reason
+        reasons.append(why)
+    raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
+
+
+def _install_or_explain(
+    backend: DelayBackend, delay_ms: float, delayer: str | None
+) -> InstalledDelay:
+    if backend is NETEM:
+        ok, why = NETEM.probe(delayer)
+        if not ok:
+            raise UserError(f"--backend netem: {why}", _fix_for("netem", why))
+    return backend.install(delay_ms, delayer)
+
+
+def _fix_for(choice: str, why: str) -> str:
+    if choice == "netem":
+        return "use --backend nfqueue (the bundled delayer)"
+    return REINSTALL_FIX if "not built" in why else NO_BACKEND_FIX

@@ -1,0 +1,82 @@
+"""What every delay backend is: one interface, and what an installed one leaves running.
+
+A backend adds the one-way delay D to every packet on the lab namespace's lo,
+so RTT = 2D. Each lives in a module of its own (netem.py, nfqueue.py, none.py)
+and answers the same questions:
+
+- `unavailable(delayer)`: a cheap look, without a namespace, at whether it can
+  work here (None) or why not. The parent asks before anything is started.
+- `probe(delayer)`: a real try, inside a throwaway namespace (doctor's probe).
+- `install(delay_ms, delayer)`: put it in place inside the lab's namespace;
+  `InstalledDelay.stop()` removes what needs removing (the rest dies with the
+  namespace).
+- `per_packet_error_ms`: how exact it is, for the model's tolerance bands.
+- `autocorking_off`: whether the namespace must turn tcp_autocorking off for
+  the backend to time like netem (docs/TCP-NOTES.md, "Delay emulation").
+- `fix`: what to do where it is missing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from tfolab.core.errors import UserError
+
+Backend = Literal["netem", "nfqueue", "none"]
+BackendChoice = Literal["auto", "netem", "nfqueue", "none"]
+
+# Scheduling and first-use costs of one measured interval on a quiet host, ms.
+HOST_OVERHEAD_MS = 1.0
+REINSTALL_FIX = "reinstall tfolab so its C parts are built: pip install -e ."
+NO_BACKEND_FIX = (
+    "use a kernel with sch_netem, or one with NFQUEUE in nf_tables or ip_tables; "
+    "`tfolab doctor` shows what is missing"
+)
+
+
+@dataclass
+class InstalledDelay:
+    """What is running in the namespace; `stop` collects the delayer's statistics."""
+
+    backend: Backend
+    delay_ms: float
+    notes: list[str] = field(default_factory=list)
+    delayer: subprocess.Popen[str] | None = None
+    rule_way: str = ""
+
+    def stop(self) -> str:
+        if self.delayer is None:
+            return ""
+        self.delayer.terminate()
+        try:
+            out, _ = self.delayer.communicate(timeout=3)
+        except subprocess.TimeoutExpired:
+            self.delayer.kill()
+            out, _ = self.delayer.communicate()
+        self.delayer = None
+        return out.strip().splitlines()[-1] if out.strip() else ""
+
+
+class DelayBackend(Protocol):
+    name: Backend
+    per_packet_error_ms: float
+    autocorking_off: bool
+    fix: str
+
+    def unavailable(self, delayer: str | None) -> str | None: ...
+
+    def probe(self, delayer: str | None) -> tuple[bool, str]: ...
+
+    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay: ...
+
+
+def run_command(args: list[str], what: str) -> None:
+    """Run one command of a backend (an argument list, never a shell string)."""
+    result = subprocess.run(args, capture_output=True, text=True, timeout=10)
+    if result.returncode != 0:
+        raise UserError(
+            f"{what} failed: {result.stderr.strip() or result.returncode}",
+            "run `tfolab doctor` to see what this machine supports",
+        )

@@ -1,0 +1,56 @@
+"""netem: the kernel's own delay qdisc on lo (`tc qdisc replace dev lo root netem delay D`).
+
+The reference backend where the kernel has sch_netem. netem orphans each queued
+skb, so autocorking behaves as without a delay. Its hrtimer is a little tighter
+than the NFQUEUE delayer (docs/TCP-NOTES.md: 41.6 ms for the 4 packets of a
+request at D = 10).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from tfolab.core import kernel
+from tfolab.runner.backends.base import Backend, InstalledDelay, run_command
+
+
+def format_ms(delay_ms: float) -> str:
+    return f"{delay_ms:g}ms"
+
+
+def netem_args(delay_ms: float, *, device: str = "lo") -> list[str]:
+    return ["tc", "qdisc", "replace", "dev", device, "root", "netem",
+            "delay", format_ms(delay_ms), "limit", "100000"]  # fmt: skip
+
+
+class Netem:
+    name: Backend = "netem"
+    per_packet_error_ms = 0.3
+    autocorking_off = False
+    fix = "load sch_netem (modprobe sch_netem), or use a kernel that has it"
+
+    def unavailable(self, delayer: str | None) -> str | None:
+        if shutil.which("tc") is None:
+            return "tc (iproute2) is not installed"
+        found = kernel.kernel_config()
+        if found is not None and not kernel.config_has(found[0], "NET_SCH_NETEM"):
+            return "this kernel has no netem (it is built without sch_netem)"
+        return None
+
+    def probe(self, delayer: str | None) -> tuple[bool, str]:
+        if shutil.which("tc") is None:
+            return False, "tc (iproute2) is not installed"
+        tried = subprocess.run(netem_args(1.0), capture_output=True, text=True, timeout=10)
+        if tried.returncode != 0:
+            said = (tried.stderr.strip().splitlines() or ["tc failed"])[-1].removeprefix("Error: ")
+            return False, f"this kernel has no netem qdisc; tc says: {said.rstrip('.')}"
+        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
+        return True, "tc qdisc netem works"
+
+    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+        run_command(netem_args(delay_ms), "netem")
+        return InstalledDelay("netem", delay_ms)
+
+
+NETEM = Netem()
