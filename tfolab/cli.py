@@ -13,10 +13,13 @@ import json
 import os
 import sys
 from importlib import metadata
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from tfolab.core.errors import UserError
 from tfolab.runner.backends import BACKEND_CHOICES
+
+if TYPE_CHECKING:
+    from tfolab.runner.protocol import Event
 
 
 class _Parser(argparse.ArgumentParser):
@@ -118,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def max_delay_ms() -> float:
-    from tfolab.lab.session import MAX_DELAY_MS
+    from tfolab.model.scenario import MAX_DELAY_MS
 
     return MAX_DELAY_MS
 
@@ -251,21 +254,9 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if result.failures else 0
 
 
-def _print_progress(event: dict) -> None:
-    kind = event.get("event")
-    if kind == "setup":
-        line = (
-            f"lab network ready in {event['setup_ms']} ms: backend {event['backend']}, "
-            f"namespace via {event['namespace']}"
-        )
-        if event["backend"] == "none":
-            line += "  ** NO DELAY EMULATION: plain loopback **"
-    elif kind == "scenario":
-        line = f"running {event['name']} ..."
-    elif kind == "iteration":
-        line = f"  {event['scenario']} #{event['i']}: {event['measured_ms']:.1f} ms"
-    elif kind == "note":
-        line = f"  {event['text']}"
-    else:
-        return
-    print(line, file=sys.stderr, flush=True)
+def _print_progress(event: Event) -> None:
+    from tfolab.view.report import progress_line
+
+    line = progress_line(event)
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)

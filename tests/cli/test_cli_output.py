@@ -18,6 +18,7 @@ from tfolab import cli
 from tfolab.lab import session
 from tfolab.lab.catalog import find_lab
 from tfolab.runner import client
+from tfolab.runner.protocol import Counters, Done, Event, Iteration, Note, ScenarioStarted, Setup
 
 LABS = Path(__file__).resolve().parents[2] / "tfolab" / "lab" / "labs"
 
@@ -129,32 +130,17 @@ def fake_runner(
 ) -> list[object]:
     jobs: list[object] = []
 
-    async def stream_events(job, **_: object) -> AsyncIterator[dict]:
+    async def stream_events(job, **_: object) -> AsyncIterator[Event]:
         jobs.append(job)
-        yield {
-            "event": "setup",
-            "backend": backend,
-            "delay_ms": delay_ms,
-            "namespace": "user namespace",
-            "kernel": "6.1.0-test",
-            "notes": [],
-            "setup_ms": 12.0,
-        }
+        yield Setup(backend, delay_ms, "user namespace", "6.1.0-test", [], 12.0)
         for scenario in job.scenarios:
-            yield {"event": "scenario", "name": scenario.name}
+            yield ScenarioStarted(scenario.name)
             for note in notes:
-                yield {"event": "note", "scenario": scenario.name, **note}
+                yield Note(scenario.name, note["text"])
             for i in range(1, scenario.iterations + 1):
-                yield {
-                    "event": "iteration",
-                    "scenario": scenario.name,
-                    "i": i,
-                    "measured_ms": 1.0,
-                    "connect_ms": 0.1,
-                    "syn_data_acked": False,
-                }
-            yield {"event": "counters", "scenario": scenario.name, "counters": {}}
-        yield {"event": "done", "delayer_stats": ""}
+                yield Iteration(scenario.name, i, 1.0, 0.1, False)
+            yield Counters(scenario.name, {})
+        yield Done("")
 
     monkeypatch.setattr(client, "stream_events", stream_events)
     return jobs

@@ -22,7 +22,6 @@ import importlib.resources
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 __all__ = [
     "ABI_VERSION",
@@ -48,6 +47,8 @@ EXECUTABLES = ("tfo-echo-server", "tfo-echo-client", "tfo-delay")
 _ERR_LEN = 256
 _FIX = "reinstall with `pip install -e .`"
 
+# The C enums of tfolab.h for the scenario settings client_fastopen and pattern
+# (declared in tfolab/model/scenario.py); a test pins that both name the same choices.
 _FASTOPEN = {"off": 0, "sendto": 1, "connect": 2}
 _PATTERN = {"rr": 0, "wwr": 1}
 
@@ -161,8 +162,8 @@ class ClientOptions:
 
     port: int
     host: str = "127.0.0.1"
-    fastopen: Literal["off", "sendto", "connect"] = "off"
-    pattern: Literal["rr", "wwr"] = "rr"
+    fastopen: str = "off"  # a key of _FASTOPEN: the scenario's client_fastopen
+    pattern: str = "rr"  # a key of _PATTERN: the scenario's pattern
     nodelay: bool = False
     cork: bool = False
     msg_more: bool = False

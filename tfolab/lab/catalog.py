@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from tfolab.core.errors import UserError
-from tfolab.model.scenario import ScenarioConfig, SettingError, parse_settings
+from tfolab.model.scenario import MAX_ITERATIONS, ScenarioConfig, SettingError, parse_settings
 
 LABS_DIR_ENV = "TFOLAB_LABS_DIR"
-MAX_ITERATIONS = 200
 _TOP_KEYS = {"lab", "defaults", "scenario"}
 _SCENARIO_KEYS = {"name", "summary", "iterations"}
 _LAB_KEYS = {"name", "title", "summary", "guide", "order", "headline"}

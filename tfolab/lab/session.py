@@ -18,15 +18,19 @@ from typing import Any
 
 from tfolab.core import kernel, native
 from tfolab.core.errors import UserError
-from tfolab.lab.catalog import MAX_ITERATIONS, Lab
+from tfolab.lab.catalog import Lab
 from tfolab.model import Accuracy, Simulation, simulate
-from tfolab.model.scenario import ScenarioConfig, SettingError, parse_settings
+from tfolab.model.scenario import (
+    MAX_DELAY_MS,
+    MAX_ITERATIONS,
+    ScenarioConfig,
+    SettingError,
+    parse_settings,
+)
 from tfolab.runner import client
 from tfolab.runner.backends import BACKEND_CHOICES, BACKENDS, HOST_OVERHEAD_MS, likely_backend
-from tfolab.runner.client import RunnerEvent
-from tfolab.runner.protocol import Job, JobScenario
+from tfolab.runner.protocol import Counters, Event, Failed, Iteration, Job, JobScenario, Setup
 
-MAX_DELAY_MS = 1000.0
 PINGPONG_SYSCTL = "/proc/sys/net/ipv4/tcp_pingpong_thresh"
 
 
@@ -247,7 +251,7 @@ async def run(
     planned: list[PlannedScenario],
     delay_ms: float,
     backend: str,
-    on_event: Callable[[RunnerEvent], None] | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> LabResult:
     """Run the lab for real and grade every measurement against the model's band.
 
@@ -265,28 +269,25 @@ async def run(
     result: LabResult | None = None
     by_name: dict[str, ScenarioResult] = {}
     async for event in client.stream_events(job):
-        kind = event.get("event")
-        if kind == "error":
-            raise UserError(str(event.get("reason")), str(event.get("fix", "")))
-        if kind == "setup":
+        if isinstance(event, Failed):
+            raise UserError(event.reason, event.fix)
+        if isinstance(event, Setup):
             # The delay that really ran: backend "none" adds nothing whatever was asked.
-            applied_ms = float(event.get("delay_ms", delay_ms))
-            result = predict(lab, planned, applied_ms, backend=str(event["backend"]))
+            result = predict(lab, planned, event.delay_ms, backend=event.backend)
             result.measured = True
-            result.setup_ms = float(event["setup_ms"])
-            result.kernel = str(event.get("kernel", result.kernel))
-            result.notes = list(event.get("notes", []))
+            result.setup_ms = event.setup_ms
+            result.kernel = event.kernel
+            result.notes = list(event.notes)
             by_name = {s.planned.name: s for s in result.scenarios}
-        elif kind == "iteration" and event["scenario"] in by_name:
-            scenario = by_name[event["scenario"]]
-            index = int(event["i"]) - 1
-            if 0 <= index < len(scenario.measurements):
-                measurement = scenario.measurements[index]
-                measurement.measured_ms = float(event["measured_ms"])
+        elif isinstance(event, Iteration) and event.scenario in by_name:
+            scenario = by_name[event.scenario]
+            if 0 < event.i <= len(scenario.measurements):
+                measurement = scenario.measurements[event.i - 1]
+                measurement.measured_ms = event.measured_ms
                 if scenario.planned.config.pattern == "rr":
-                    measurement.connect_ms = float(event["connect_ms"])
-        elif kind == "counters" and event["scenario"] in by_name:
-            by_name[event["scenario"]].counters = dict(event["counters"])
+                    measurement.connect_ms = event.connect_ms
+        elif isinstance(event, Counters) and event.scenario in by_name:
+            by_name[event.scenario].counters = dict(event.counters)
         if on_event is not None:
             on_event(event)
     if result is None:

@@ -2,9 +2,13 @@
 
 This is the one contract the model, the runner, the lab files and the UI share.
 It is pure data: no I/O, no clock. Every field can be set from a lab file
-(`labs/*.toml`) and from the command line with `--set KEY=VALUE`.
+(`tfolab/lab/labs/*.toml`) and from the command line with `--set KEY=VALUE`.
 
 Rules:
+- The one schema: each setting's name, type, default and limits are declared
+  once, on its field below (choices come from its Literal type, ranges from
+  `limits(...)` metadata). The lab loader, `--set`, the runner's job and the
+  UI's knobs all read them from here; LIMITS and CHOICES are derived.
 - Field names are the `--set` keys, so they are stable and self-explaining.
 - The same ScenarioConfig drives the simulation and the real run; a knob that
   only one side can honour says so in its comment.
@@ -15,12 +19,23 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, get_args, get_type_hints
 
 Pattern = Literal["rr", "wwr"]
 ClientFastOpen = Literal["off", "sendto", "connect"]
 CookieCache = Literal["flush", "warm", "keep"]
+
+# The limits of a run, shared by the CLI, the lab files, the UI and the model.
+MAX_DELAY_MS = 1000.0  # one-way delay D
+MAX_ITERATIONS = 200  # per scenario
+# The largest request or write pair: the model's limit (the native client's is 1 MiB).
+MAX_PAYLOAD_BYTES = 1_000_000
+
+
+def limits(low: int, high: int, unit: str = "", *, hexadecimal: bool = False) -> dict[str, object]:
+    """A whole-number setting's inclusive range, as dataclass field metadata."""
+    return {"limits": (low, high), "unit": unit, "hexadecimal": hexadecimal}
 
 
 @dataclass(frozen=True)
@@ -36,26 +51,26 @@ class ScenarioConfig:
     # True: every iteration is a fresh connection (handshake, fastopen).
     # False: every iteration is one round on a single connection (delack).
     fresh_connection_each_iteration: bool = True
-    request_bytes: int = 16
-    first_write_bytes: int = 10
-    second_write_bytes: int = 6
+    request_bytes: int = field(default=16, metadata=limits(1, MAX_PAYLOAD_BYTES, "bytes"))
+    first_write_bytes: int = field(default=10, metadata=limits(1, MAX_PAYLOAD_BYTES, "bytes"))
+    second_write_bytes: int = field(default=6, metadata=limits(1, MAX_PAYLOAD_BYTES, "bytes"))
 
     # --- TCP Fast Open -------------------------------------------------------
     # Client: "off" (connect + write), "sendto" (sendto(MSG_FASTOPEN)),
     # "connect" (TCP_FASTOPEN_CONNECT, then connect + write).
     client_fastopen: ClientFastOpen = "off"
     # Server listener TCP_FASTOPEN queue length; 0 = the sockopt is not set.
-    server_fastopen_qlen: int = 0
+    server_fastopen_qlen: int = field(default=0, metadata=limits(0, 1_000_000))
     # net.ipv4.tcp_fastopen inside the lab namespace (bits: 0x1 client,
     # 0x2 server, 0x4 client without cookie, 0x200 server without cookie).
-    fastopen_sysctl: int = 0x1
+    fastopen_sysctl: int = field(default=0x1, metadata=limits(0, 0xFFF, hexadecimal=True))
     # Client cookie cache before iteration 1: "flush" (empty: the first TFO
     # connection requests a cookie), "warm" (flush, then one unmeasured
     # connection learns a cookie), "keep" (whatever an earlier scenario left).
     cookie_cache: CookieCache = "flush"
     # Change the server's TFO key just before this iteration (1-based; 0 = never).
     # The client's cached cookie then no longer validates.
-    rotate_key_before_iteration: int = 0
+    rotate_key_before_iteration: int = field(default=0, metadata=limits(0, MAX_ITERATIONS))
     # Model only: the server's TFO queue is full, so SYN data is not accepted.
     fastopen_queue_full: bool = False
 
@@ -67,10 +82,12 @@ class ScenarioConfig:
 
     # --- delayed ACK (server side) ---------------------------------------------
     server_quickack: bool = False  # TCP_QUICKACK before every read
-    pingpong_thresh: int = 1  # net.ipv4.tcp_pingpong_thresh (namespace)
+    # net.ipv4.tcp_pingpong_thresh (namespace)
+    pingpong_thresh: int = field(default=1, metadata=limits(1, 255))
 
     # --- the lab network -------------------------------------------------------
-    mtu: int = 65536  # the namespace's lo MTU (1500 for realistic segments)
+    # the namespace's lo MTU (1500 for realistic segments)
+    mtu: int = field(default=65536, metadata=limits(128, 65536, "bytes"))
     autocorking: bool = True  # net.ipv4.tcp_autocorking (namespace)
 
     def with_settings(self, settings: dict[str, object]) -> ScenarioConfig:
@@ -93,7 +110,7 @@ class ScenarioConfig:
                 raise SettingError(f"setting {name} wants a whole number, got {value!r}", name)
             if not low <= value <= high:
                 raise SettingError(_range_message(name, value), name)
-        for name, choices in _CHOICES.items():
+        for name, choices in CHOICES.items():
             value = getattr(self, name)
             if value not in choices:
                 raise SettingError(
@@ -133,10 +150,6 @@ class ScenarioConfig:
         return self
 
 
-def field_names() -> list[str]:
-    return [f.name for f in dataclasses.fields(ScenarioConfig)]
-
-
 class SettingError(ValueError):
     """A setting the scenario cannot take; the message says why and what fits.
 
@@ -152,31 +165,34 @@ class SettingError(ValueError):
         return self.keys[0] if self.keys else None
 
 
-# The largest request or write pair: the model's limit (the native client's is 1 MiB).
-MAX_PAYLOAD_BYTES = 1_000_000
+def _schema() -> tuple[
+    dict[str, tuple[int, int]], dict[str, str], set[str], dict[str, tuple[str, ...]]
+]:
+    """LIMITS, units, hexadecimal keys and CHOICES, read off ScenarioConfig's declarations."""
+    hints = get_type_hints(ScenarioConfig)
+    ranges: dict[str, tuple[int, int]] = {}
+    units: dict[str, str] = {}
+    hexadecimal: set[str] = set()
+    choices: dict[str, tuple[str, ...]] = {}
+    for item in dataclasses.fields(ScenarioConfig):
+        if "limits" in item.metadata:
+            ranges[item.name] = item.metadata["limits"]
+            if item.metadata["unit"]:
+                units[item.name] = item.metadata["unit"]
+            if item.metadata["hexadecimal"]:
+                hexadecimal.add(item.name)
+        elif args := get_args(hints[item.name]):
+            choices[item.name] = tuple(args)
+    return ranges, units, hexadecimal, choices
 
-# Inclusive ranges of the whole-number settings, and what each one is.
-LIMITS: dict[str, tuple[int, int]] = {
-    "request_bytes": (1, MAX_PAYLOAD_BYTES),
-    "first_write_bytes": (1, MAX_PAYLOAD_BYTES),
-    "second_write_bytes": (1, MAX_PAYLOAD_BYTES),
-    "server_fastopen_qlen": (0, 1_000_000),
-    "fastopen_sysctl": (0, 0xFFF),
-    "rotate_key_before_iteration": (0, 10_000),
-    "pingpong_thresh": (1, 255),
-    "mtu": (128, 65536),
-}
-_UNITS: dict[str, str] = {
-    "request_bytes": "bytes",
-    "first_write_bytes": "bytes",
-    "second_write_bytes": "bytes",
-    "mtu": "bytes",
-}
+
+# Derived from the declarations above, never written out again.
+LIMITS, _UNITS, _HEXADECIMAL, CHOICES = _schema()
 
 
 def _range_message(key: str, value: int) -> str:
     low, high = LIMITS[key]
-    shown = f"{low:#x} to {high:#x}" if key == "fastopen_sysctl" else f"{low} to {high}"
+    shown = f"{low:#x} to {high:#x}" if key in _HEXADECIMAL else f"{low} to {high}"
     unit = f" {_UNITS[key]}" if key in _UNITS else ""
     return f"setting {key} must be {shown}{unit}, got {value}"
 
@@ -195,13 +211,6 @@ def parse_settings(settings: dict[str, object]) -> dict[str, object]:
         default = getattr(defaults, key)
         typed[key] = _parse_value(key, raw, default)
     return typed
-
-
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "pattern": ("rr", "wwr"),
-    "client_fastopen": ("off", "sendto", "connect"),
-    "cookie_cache": ("flush", "warm", "keep"),
-}
 
 
 def _parse_value(key: str, raw: object, default: object) -> object:
@@ -223,10 +232,10 @@ def _parse_value(key: str, raw: object, default: object) -> object:
         return value
     if isinstance(raw, bool | int | float):
         raise SettingError(
-            f"setting {key} wants one of {', '.join(_CHOICES.get(key, ()))}, got {raw!r}", key
+            f"setting {key} wants one of {', '.join(CHOICES.get(key, ()))}, got {raw!r}", key
         )
     text = str(raw).strip()
-    choices = _CHOICES.get(key)
+    choices = CHOICES.get(key)
     if choices and text not in choices:
         raise SettingError(f"setting {key} wants one of {', '.join(choices)}, got {raw!r}", key)
     return text

@@ -15,13 +15,13 @@ import time
 from tfolab.core import kernel, native
 from tfolab.core.errors import UserError
 from tfolab.runner import netns
-from tfolab.runner.backends import InstalledDelay, install_delay
-from tfolab.runner.protocol import Job, event_line
+from tfolab.runner.backends import REINSTALL_FIX, InstalledDelay, install_delay
+from tfolab.runner.protocol import Done, Event, Failed, Job, Setup, encode_event
 from tfolab.runner.scenario_run import LabNetwork, run_scenario
 
 
-def emit(event: str, **fields: object) -> None:
-    sys.stdout.write(event_line(event, **fields) + "\n")
+def emit(event: Event) -> None:
+    sys.stdout.write(encode_event(event) + "\n")
     sys.stdout.flush()
 
 
@@ -44,25 +44,26 @@ def main() -> int:
         def report_setup() -> None:
             # Once: namespace + delay + the first server ready is the lab's setup time.
             emit(
-                "setup",
-                backend=installed.backend,
-                delay_ms=installed.delay_ms,
-                namespace=how,
-                kernel=kernel.kernel_release(),
-                notes=installed.notes,
-                setup_ms=round((time.monotonic() - started) * 1000, 1),
+                Setup(
+                    backend=installed.backend,
+                    delay_ms=installed.delay_ms,
+                    namespace=how,
+                    kernel=kernel.kernel_release(),
+                    notes=installed.notes,
+                    setup_ms=round((time.monotonic() - started) * 1000, 1),
+                )
             )
 
         for index, scenario in enumerate(job.scenarios):
             run_scenario(network, scenario, emit, report_setup if index == 0 else None)
         stats = delay.stop()
-        emit("done", delayer_stats=stats)
+        emit(Done(delayer_stats=stats))
         return 0
     except UserError as err:
-        emit("error", reason=err.reason, fix=err.fix)
+        emit(Failed(err.reason, err.fix))
         return 2
     except native.NativeError as err:
-        emit("error", reason=str(err), fix="reinstall tfolab: pip install -e .")
+        emit(Failed(str(err), REINSTALL_FIX))
         return 2
     finally:
         if delay is not None:

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+
+import msgspec
 
 from tfolab.core.errors import UserError
-from tfolab.runner.protocol import Job
-
-RunnerEvent = dict[str, Any]
+from tfolab.runner.protocol import Done, Event, Failed, Job, decode_event
 
 
-async def stream_events(job: Job, *, timeout_s: float = 600.0) -> AsyncIterator[RunnerEvent]:
-    """Yield the runner's events; the last one is "done" or "error"."""
+async def stream_events(job: Job, *, timeout_s: float = 600.0) -> AsyncIterator[Event]:
+    """Yield the runner's events; the last one is Done or Failed."""
     try:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -45,24 +43,27 @@ async def stream_events(job: Job, *, timeout_s: float = 600.0) -> AsyncIterator[
         process.stdin.close()
         async with asyncio.timeout(timeout_s):
             async for raw in process.stdout:
-                line = raw.decode(errors="replace").strip()
+                line = raw.strip()
                 if not line:
                     continue
-                event = json.loads(line)
+                try:
+                    event = decode_event(line)
+                except msgspec.ValidationError as err:
+                    yield Failed(f"the runner said something unexpected: {err}", _REPORT_FIX)
+                    finished = True
+                    break
                 yield event
-                if event.get("event") in ("done", "error"):
+                if isinstance(event, Done | Failed):
                     finished = True
         if not finished:
             stderr = (
                 (await process.stderr.read()).decode(errors="replace") if process.stderr else ""
             )
             await process.wait()
-            yield {
-                "event": "error",
-                "reason": f"the runner stopped unexpectedly (exit {process.returncode}): "
-                + (stderr.strip().splitlines() or ["no message"])[-1],
-                "fix": "run `tfolab doctor`, and report this if it persists",
-            }
+            last = (stderr.strip().splitlines() or ["no message"])[-1]
+            yield Failed(
+                f"the runner stopped unexpectedly (exit {process.returncode}): {last}", _REPORT_FIX
+            )
     finally:
         if finished:
             with contextlib.suppress(TimeoutError):
@@ -72,3 +73,6 @@ async def stream_events(job: Job, *, timeout_s: float = 600.0) -> AsyncIterator[
                 process.kill()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(process.wait(), 5)
+
+
+_REPORT_FIX = "run `tfolab doctor`, and report this if it persists"

@@ -1,60 +1,96 @@
-"""The runner's two streams: a job (JSON on stdin) and events (JSON lines on stdout).
+"""The runner's two streams, typed on both sides: a Job in, Events out.
 
-Rules: plain dicts on the wire, one JSON object per line, each event with an
-"event" key. The job is built and read only through these helpers, so both
-sides agree on its shape.
+The parent writes one Job (JSON) to the runner's stdin; the runner writes one
+Event per line to its stdout. This module is the only place either shape is
+defined, encoded or decoded (msgspec: a typed decode that refuses anything
+else), so both sides agree by construction and consumers use attributes,
+never string keys.
+
+Rules: every Event carries its kind in the "event" field of its JSON line;
+the stream ends with Done or Failed.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from dataclasses import dataclass
-from typing import Any
+import msgspec
 
 from tfolab.model.scenario import ScenarioConfig
 
 
-@dataclass(frozen=True)
-class JobScenario:
+class JobScenario(msgspec.Struct, frozen=True):
     name: str
     iterations: int
     config: ScenarioConfig
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(msgspec.Struct, frozen=True):
     lab: str
     delay_ms: float
     backend: str
     scenarios: tuple[JobScenario, ...]
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "lab": self.lab,
-                "delay_ms": self.delay_ms,
-                "backend": self.backend,
-                "scenarios": [
-                    {
-                        "name": s.name,
-                        "iterations": s.iterations,
-                        "config": dataclasses.asdict(s.config),
-                    }
-                    for s in self.scenarios
-                ],
-            }
-        )
+        return msgspec.json.encode(self).decode()
 
     @staticmethod
-    def from_json(text: str) -> Job:
-        data = json.loads(text)
-        scenarios = tuple(
-            JobScenario(s["name"], int(s["iterations"]), ScenarioConfig(**s["config"]))
-            for s in data["scenarios"]
-        )
-        return Job(data["lab"], float(data["delay_ms"]), data["backend"], scenarios)
+    def from_json(text: str | bytes) -> Job:
+        return msgspec.json.decode(text, type=Job)
 
 
-def event_line(event: str, **fields: Any) -> str:
-    return json.dumps({"event": event, **fields}, separators=(",", ":"))
+class Setup(msgspec.Struct, frozen=True, tag="setup", tag_field="event"):
+    """The lab network is up: namespace, delay backend, the first server ready."""
+
+    backend: str
+    delay_ms: float
+    namespace: str
+    kernel: str
+    notes: list[str]
+    setup_ms: float
+
+
+class ScenarioStarted(msgspec.Struct, frozen=True, tag="scenario", tag_field="event"):
+    name: str
+
+
+class Note(msgspec.Struct, frozen=True, tag="note", tag_field="event"):
+    scenario: str
+    text: str
+
+
+class Iteration(msgspec.Struct, frozen=True, tag="iteration", tag_field="event"):
+    """One measured iteration: the headline, and connect()'s return where there is one."""
+
+    scenario: str
+    i: int
+    measured_ms: float
+    connect_ms: float
+    syn_data_acked: bool
+
+
+class Counters(msgspec.Struct, frozen=True, tag="counters", tag_field="event"):
+    scenario: str
+    counters: dict[str, int]
+
+
+class Done(msgspec.Struct, frozen=True, tag="done", tag_field="event"):
+    delayer_stats: str = ""
+
+
+class Failed(msgspec.Struct, frozen=True, tag="error", tag_field="event"):
+    """The run cannot go on: a one-line reason and the fix (the CLI's exit 2)."""
+
+    reason: str
+    fix: str = ""
+
+
+Event = Setup | ScenarioStarted | Note | Iteration | Counters | Done | Failed
+_decoder = msgspec.json.Decoder(Event)
+
+
+def encode_event(event: Event) -> str:
+    return msgspec.json.encode(event).decode()
+
+
+def decode_event(line: str | bytes) -> Event:
+    """One line of the runner's stdout; msgspec.ValidationError if it is not an Event."""
+    return _decoder.decode(line)

@@ -16,10 +16,17 @@ from tfolab.core.errors import UserError
 from tfolab.model.scenario import ScenarioConfig
 from tfolab.runner import netns, netstack
 from tfolab.runner.backends import BACKENDS
-from tfolab.runner.protocol import JobScenario
+from tfolab.runner.protocol import (
+    Counters,
+    Event,
+    Iteration,
+    JobScenario,
+    Note,
+    ScenarioStarted,
+)
 from tfolab.runner.server import start_server
 
-Emit = Callable[..., None]
+Emit = Callable[[Event], None]
 
 
 @dataclass
@@ -84,16 +91,15 @@ def client_options(
         second_write_bytes=config.second_write_bytes,
         iterations=iterations,
         connections=1,
-        timeout_ms=timeout_ms_for(config),
+        timeout_ms=CLIENT_TIMEOUT_MS,
     )
 
 
-def timeout_ms_for(config: ScenarioConfig) -> int:
-    return 10_000
+CLIENT_TIMEOUT_MS = 10_000  # per call of the native client; far above any lab's round trip
 
 
 def _warm_up_options(host: str, port: int) -> native.ClientOptions:
-    return native.ClientOptions(host=host, port=port, timeout_ms=10_000)
+    return native.ClientOptions(host=host, port=port, timeout_ms=CLIENT_TIMEOUT_MS)
 
 
 def headline_ms(config: ScenarioConfig, sample: native.Sample) -> float:
@@ -111,7 +117,7 @@ def run_scenario(
     server = start_server(network.server_executable, config)
     if on_server_ready is not None:
         on_server_ready()
-    emit("scenario", name=scenario.name)
+    emit(ScenarioStarted(scenario.name))
     try:
         # One unmeasured plain exchange first: a freshly started server's first
         # accept and read take cold code paths (a few ms), which is not TCP.
@@ -124,7 +130,7 @@ def run_scenario(
         if uses_fastopen and config.cookie_cache in ("flush", "warm"):
             note = network.empty_cookie_cache()
             if note:
-                emit("note", scenario=scenario.name, text=note)
+                emit(Note(scenario.name, note))
         if uses_fastopen and config.cookie_cache == "warm":
             warm = native.run_client(client_options(config, network.destination, server.port, 1))
             _check(warm, "warm-up connection")
@@ -135,7 +141,7 @@ def run_scenario(
                     netstack.write_sysctl(
                         "net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key()
                     )
-                    emit("note", scenario=scenario.name, text=f"server TFO key changed before {i}")
+                    emit(Note(scenario.name, f"server TFO key changed before {i}"))
                 samples = native.run_client(
                     client_options(config, network.destination, server.port, 1)
                 )
@@ -151,19 +157,20 @@ def run_scenario(
         after = netstack.read_tcpext()
     finally:
         server.stop()
-    emit("counters", scenario=scenario.name, counters=netstack.counter_deltas(before, after))
+    emit(Counters(scenario.name, netstack.counter_deltas(before, after)))
 
 
 def _emit_sample(
     emit: Emit, name: str, i: int, config: ScenarioConfig, sample: native.Sample
 ) -> None:
     emit(
-        "iteration",
-        scenario=name,
-        i=i,
-        measured_ms=round(headline_ms(config, sample), 3),
-        connect_ms=round(sample.connect_ms, 3),
-        syn_data_acked=sample.syn_data_acked,
+        Iteration(
+            scenario=name,
+            i=i,
+            measured_ms=round(headline_ms(config, sample), 3),
+            connect_ms=round(sample.connect_ms, 3),
+            syn_data_acked=sample.syn_data_acked,
+        )
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tfolab.lab.catalog import Lab
-from tfolab.model.scenario import ScenarioConfig
+from tfolab.model.scenario import CHOICES, ScenarioConfig
 
 KnobKind = Literal["switch", "choice", "enabled"]
 ENABLED_QLEN = 16
@@ -56,8 +56,8 @@ NAGLE_KNOBS = (
 )
 
 FASTOPEN_KNOBS = (
-    Knob("client_fastopen", "client Fast Open", "choice", ("off", "sendto", "connect")),
-    Knob("cookie_cache", "cookie cache", "choice", ("flush", "warm", "keep")),
+    Knob("client_fastopen", "client Fast Open", "choice", CHOICES["client_fastopen"]),
+    Knob("cookie_cache", "cookie cache", "choice", CHOICES["cookie_cache"]),
     Knob("server_fastopen_qlen", "TCP_FASTOPEN (server)", "enabled"),
     Knob("fastopen_queue_full", "TFO queue full (model)", "switch"),
 )

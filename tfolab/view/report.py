@@ -9,6 +9,7 @@ import statistics
 
 from tfolab.lab.catalog import BrokenLab, Lab
 from tfolab.lab.session import LabResult, ScenarioResult
+from tfolab.runner.protocol import Event, Iteration, Note, ScenarioStarted, Setup
 
 
 def lab_list(labs: list[Lab], broken: tuple[BrokenLab, ...] | list[BrokenLab] = ()) -> str:
@@ -146,3 +147,23 @@ def round_trips_line(result: LabResult) -> str:
     if rtt:
         return f"Median time in round trips (RTT = {rtt:g} ms): " + ", ".join(parts) + "."
     return "With no added delay, what remains is timers and the host: " + ", ".join(parts) + "."
+
+
+def progress_line(event: Event) -> str | None:
+    """One stderr line of a run in progress, or None for events not shown."""
+    match event:
+        case Setup():
+            line = (
+                f"lab network ready in {event.setup_ms} ms: backend {event.backend}, "
+                f"namespace via {event.namespace}"
+            )
+            if event.backend == "none":
+                line += "  ** NO DELAY EMULATION: plain loopback **"
+            return line
+        case ScenarioStarted():
+            return f"running {event.name} ..."
+        case Iteration():
+            return f"  {event.scenario} #{event.i}: {event.measured_ms:.1f} ms"
+        case Note():
+            return f"  {event.text}"
+    return None

@@ -29,7 +29,7 @@ from tfolab.core.errors import UserError
 from tfolab.lab import session
 from tfolab.lab.catalog import Lab
 from tfolab.lab.session import LabResult
-from tfolab.runner.client import RunnerEvent
+from tfolab.runner.protocol import Event
 from tfolab.tui.widgets.ladder import LadderView
 from tfolab.tui.widgets.params import LabParams, ParamsPanel
 from tfolab.tui.widgets.results import ResultsPanel
@@ -65,7 +65,7 @@ class LabScreen(Screen[None]):
     class RunProgress(Message):
         """One runner event, from the real-run worker."""
 
-        def __init__(self, event: RunnerEvent) -> None:
+        def __init__(self, event: Event) -> None:
             super().__init__()
             self.event = event
 
@@ -79,7 +79,7 @@ class LabScreen(Screen[None]):
         )
         self._play_timer: Timer | None = None
         self._progress_timer: Timer | None = None
-        self._pending_progress: list[RunnerEvent] = []
+        self._pending_progress: list[Event] = []
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from tfolab.lab.session import LabResult, Measurement
+from tfolab.runner.protocol import Counters, Event, Iteration, Setup
 
 BAR_WIDTH = 14
 
@@ -93,17 +94,16 @@ class ResultsPanel(Vertical):
         self.query_one("#bars", Static).update("")
         self.query_one("#counters", Static).update("")
 
-    def progress(self, event: dict[str, object]) -> None:
-        kind = event.get("event")
+    def progress(self, event: Event) -> None:
         status = self.query_one("#run-status", Static)
         bar = self.query_one("#run-progress", ProgressBar)
-        if kind == "setup":
-            status.update(f"namespace ready in {event.get('setup_ms')} ms ({event.get('backend')})")
+        if isinstance(event, Setup):
+            status.update(f"namespace ready in {event.setup_ms} ms ({event.backend})")
             bar.advance(1)
-        elif kind == "iteration":
-            status.update(f"iteration {event.get('i')}: {event.get('measured_ms')} ms")
+        elif isinstance(event, Iteration):
+            status.update(f"iteration {event.i}: {event.measured_ms} ms")
             bar.advance(1)
-        elif kind == "counters":
+        elif isinstance(event, Counters):
             status.update("reading counters…")
 
     def show_result(self, result: LabResult) -> None:
