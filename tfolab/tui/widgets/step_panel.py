@@ -14,25 +14,8 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from tfolab.model.events import AppCall, Event, Note, Segment, Timer
-
-
-def _who(event: Event) -> str:
-    if isinstance(event, Segment):
-        return f"{event.sender} → {event.receiver}"
-    return event.side
-
-
-def _headline(event: Event) -> str:
-    if isinstance(event, Segment):
-        arrive = f", arrives {event.arrived_ms:.1f} ms" if event.arrived_ms != event.sent_ms else ""
-        return f"{event.label()}{arrive}"
-    if isinstance(event, AppCall):
-        return f"{event.call}() {event.detail}".strip()
-    if isinstance(event, Timer):
-        return f"{event.name} timer {event.action} (deadline {event.deadline_ms:.1f} ms)"
-    assert isinstance(event, Note)
-    return "note"
+from tfolab.model.events import Event
+from tfolab.view.steps import headline, when, who
 
 
 def describe_step(events: Sequence[Event], index: int, status: str = "") -> Text:
@@ -41,13 +24,12 @@ def describe_step(events: Sequence[Event], index: int, status: str = "") -> Text
         return Text("No events: the scenario did nothing.")
     event = events[index]
     text = Text()
-    when = "setup" if event.iteration == 0 else f"iteration {event.iteration}"
     text.append(f"Step {index + 1} of {len(events)}", style="bold")
-    text.append(f" · {event.time_ms:.1f} ms · {when} · {_who(event)}", style="dim")
+    text.append(f" · {event.time_ms:.1f} ms · {when(event)} · {who(event)}", style="dim")
     if status:
         text.append(f"  {status}", style="italic")
     text.append("\n")
-    text.append(_headline(event), style="bold")
+    text.append(headline(event), style="bold")
     text.append("\n")
     text.append(event.explanation)
     if event.cause:
@@ -58,7 +40,7 @@ def describe_step(events: Sequence[Event], index: int, status: str = "") -> Text
         position = by_id.get(event.caused_by)
         if position is not None:
             cause = events[position]
-            text.append(f"\n     ← step {position + 1}: {_headline(cause)}", style="dim")
+            text.append(f"\n     ← step {position + 1}: {headline(cause)}", style="dim")
     return text
 
 
