@@ -19,6 +19,8 @@ from tfolab.core.errors import UserError
 from tfolab.runner.backends import BACKEND_CHOICES
 
 if TYPE_CHECKING:
+    from tfolab.lab.catalog import Lab
+    from tfolab.lab.session import PlannedScenario
     from tfolab.runner.protocol import Event
 
 
@@ -179,7 +181,7 @@ def _doctor(args: argparse.Namespace) -> int:
     return 0
 
 
-def _prepare(args: argparse.Namespace):
+def _prepare(args: argparse.Namespace) -> tuple[Lab, list[PlannedScenario], float]:
     """Every check of the input, before anything runs: UserError on the first problem."""
     from tfolab.lab import session
     from tfolab.lab.catalog import find_lab
@@ -226,7 +228,7 @@ def _run(args: argparse.Namespace) -> int:
         # The delay that ran (the runner's setup event), which the whole report uses.
         print(
             f"\n{lab.title}: {report.delay_words(result.delay_ms)}, backend {result.backend}, "
-            f"kernel {result.kernel}, setup {result.setup_ms:.0f} ms"
+            f"kernel {result.kernel_release}, setup {result.setup_ms:.0f} ms"
         )
         for note in result.notes:
             print(f"  note: {note}")

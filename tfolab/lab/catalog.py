@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from tfolab.core.errors import UserError
 from tfolab.model.scenario import MAX_ITERATIONS, ScenarioConfig, SettingError, parse_settings
@@ -87,6 +87,10 @@ class BrokenLab:
 
     def matches(self, name: str) -> bool:
         return name in (self.name, self.source.stem)
+
+
+# Where a value sits in a lab file: table names, array indexes, the key.
+KeyPath = tuple[str | int, ...]
 
 
 class LabList(list[Lab]):
@@ -207,7 +211,7 @@ def load_lab_file(path: Path) -> Lab:
 class _Loader:
     """Checks one parsed lab file key by key; every failure names the key's own line."""
 
-    def __init__(self, path: Path, text: str, data: dict) -> None:
+    def __init__(self, path: Path, text: str, data: dict[str, Any]) -> None:
         self.path = path
         self.index = _TomlIndex(text)
         self.data = data
@@ -215,7 +219,7 @@ class _Loader:
         name = lab_table.get("name") if isinstance(lab_table, dict) else None
         self.lab_name = name if isinstance(name, str) and name else None
 
-    def fail(self, where: tuple | None, problem: str, fix: str = "") -> NoReturn:
+    def fail(self, where: KeyPath | None, problem: str, fix: str = "") -> NoReturn:
         line = self.index.line_of(*where) if where else None
         place = f"{self.path}:{line}" if line else str(self.path)
         raise LabFileError(
@@ -266,13 +270,13 @@ class _Loader:
             scenarios=tuple(scenarios),
         )
 
-    def text(self, table: dict, key: str, where: tuple) -> str:
+    def text(self, table: dict[str, Any], key: str, where: KeyPath) -> str:
         value = table.get(key)
         if not isinstance(value, str) or not value.strip():
             self.fail((*where, key), f"missing or empty {key!r}", f'add {key} = "..."')
         return value
 
-    def settings(self, raw: dict, where: tuple, label: str) -> dict[str, object]:
+    def settings(self, raw: dict[str, Any], where: KeyPath, label: str) -> dict[str, object]:
         typed: dict[str, object] = {}
         for key, value in raw.items():
             try:
@@ -334,7 +338,7 @@ class _Loader:
             scenarios.append(LabScenario(name, summary, iterations, config))
         return scenarios
 
-    def blame(self, err: SettingError, where: tuple, settings: dict) -> tuple:
+    def blame(self, err: SettingError, where: KeyPath, settings: dict[str, Any]) -> KeyPath:
         """The line to point at: an involved key set in the scenario, else in [defaults]."""
         for key in err.keys:
             if key in settings:
@@ -359,11 +363,11 @@ class _TomlIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines: dict[tuple, int] = {}
+        self.lines: dict[KeyPath, int] = {}
         with contextlib.suppress(IndexError):  # not valid TOML after all: keep what was found
             self._scan()
 
-    def line_of(self, *path: object) -> int | None:
+    def line_of(self, *path: str | int) -> int | None:
         """The line of `path`, else of its nearest enclosing table or key that has one."""
         for end in range(len(path), 0, -1):
             line = self.lines.get(tuple(path[:end]))
@@ -376,8 +380,8 @@ class _TomlIndex:
 
     def _scan(self) -> None:
         text, pos = self.text, 0
-        table: tuple = ()
-        arrays: dict[tuple, int] = {}
+        table: KeyPath = ()
+        arrays: dict[KeyPath, int] = {}
         while True:
             pos = self._skip_blank(pos, newlines=True)
             if pos >= len(text):
@@ -404,8 +408,8 @@ class _TomlIndex:
             pos = self._skip_value(pos)
 
     @staticmethod
-    def _resolve(parts: list[str], arrays: dict[tuple, int]) -> tuple:
-        resolved: tuple = ()
+    def _resolve(parts: list[str], arrays: dict[KeyPath, int]) -> KeyPath:
+        resolved: KeyPath = ()
         for part in parts:
             resolved = (*resolved, part)
             if resolved in arrays:
@@ -500,6 +504,6 @@ class _TomlIndex:
 
 def _unescape(raw: str) -> str:
     try:
-        return tomllib.loads(f'k = "{raw}"')["k"]
+        return str(tomllib.loads(f'k = "{raw}"')["k"])
     except tomllib.TOMLDecodeError:
         return raw

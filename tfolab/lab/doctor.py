@@ -45,7 +45,8 @@ def run_probe() -> dict[str, object]:
             text=True,
             timeout=30,
         )
-        return json.loads(done.stdout or "{}")
+        report: dict[str, object] = json.loads(done.stdout or "{}")
+        return report
     except (subprocess.TimeoutExpired, json.JSONDecodeError) as err:
         return {"namespace_error": f"probe failed: {err}"}
 
@@ -63,7 +64,7 @@ def checks() -> list[Check]:
     )
     root = os.geteuid() == 0
     found.append(Check("privileges", True, "root" if root else f"user {os.geteuid()} (not root)"))
-    probe = run_probe() if is_linux else {"namespace_error": "not Linux"}
+    probe: dict[str, object] = run_probe() if is_linux else {"namespace_error": "not Linux"}
     ns_error = probe.get("namespace_error")
     found.append(
         Check(
@@ -72,11 +73,11 @@ def checks() -> list[Check]:
             f"a fresh namespace works ({probe.get('namespace')})"
             if ns_error is None
             else str(ns_error),
-            "" if ns_error is None else "run with sudo, or allow unprivileged user namespaces",
+            "" if ns_error is None else "run tfolab as root, or allow unprivileged user namespaces",
         )
     )
-    netem_ok, netem_why = probe.get("netem", [False, "not tried (no namespace)"])  # type: ignore[misc]
-    nfq_ok, nfq_why = probe.get("nfqueue", [False, "not tried (no namespace)"])  # type: ignore[misc]
+    netem_ok, netem_why = _tried(probe, "netem")
+    nfq_ok, nfq_why = _tried(probe, "nfqueue")
     found.append(Check("netem", bool(netem_ok), str(netem_why), _netem_fix(netem_ok, nfq_ok)))
     found.append(
         Check("nfqueue delayer", bool(nfq_ok), str(nfq_why), _nfqueue_fix(nfq_ok, nfq_why))
@@ -127,6 +128,14 @@ def checks() -> list[Check]:
         )
     )
     return found
+
+
+def _tried(probe: dict[str, object], backend: str) -> tuple[bool, str]:
+    """The probe's [ok, detail] for one backend, or why it was not tried."""
+    answer = probe.get(backend)
+    if isinstance(answer, list) and len(answer) == 2:
+        return bool(answer[0]), str(answer[1])
+    return False, "not tried (no namespace)"
 
 
 def _netem_fix(netem_ok: object, nfqueue_ok: object) -> str:

@@ -10,7 +10,6 @@ Results serialise to the JSON shape of docs/DESIGN.md, "Contracts".
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,7 +99,7 @@ class LabResult:
     lab: str
     delay_ms: float
     backend: str
-    kernel: str
+    kernel_release: str  # e.g. "6.18.44"; "kernel" in the JSON contract
     scenarios: list[ScenarioResult]
     setup_ms: float | None = None
     hz: int = kernel.DEFAULT_HZ
@@ -116,7 +115,11 @@ class LabResult:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"lab": self.lab, "delay_ms": self.delay_ms}
         if self.measured:
-            data |= {"backend": self.backend, "kernel": self.kernel, "setup_ms": self.setup_ms}
+            data |= {
+                "backend": self.backend,
+                "kernel": self.kernel_release,
+                "setup_ms": self.setup_ms,
+            }
         data["hz"] = self.hz
         data["scenarios"] = [s.to_json(measured=self.measured) for s in self.scenarios]
         return data
@@ -165,12 +168,12 @@ def plan(
     ):
         raise UserError(f"--iterations {iterations} is out of range", f"give 1 to {MAX_ITERATIONS}")
     try:
-        typed = parse_settings(settings or {})
+        typed = parse_settings(dict(settings or {}))
     except SettingError as err:
         raise UserError(str(err), "see `tfolab list` and the lab's guide") from None
     planned = []
     for lab_scenario in chosen:
-        config = dataclasses.replace(lab_scenario.config, **typed)
+        config = lab_scenario.config.with_typed(typed)
         try:
             config.check()
         except SettingError as err:
@@ -276,7 +279,7 @@ async def run(
             result = predict(lab, planned, event.delay_ms, backend=event.backend)
             result.measured = True
             result.setup_ms = event.setup_ms
-            result.kernel = event.kernel
+            result.kernel_release = event.kernel
             result.notes = list(event.notes)
             by_name = {s.planned.name: s for s in result.scenarios}
         elif isinstance(event, Iteration) and event.scenario in by_name:

@@ -20,7 +20,7 @@ import dataclasses
 import difflib
 import math
 from dataclasses import dataclass, field
-from typing import Literal, get_args, get_type_hints
+from typing import Any, Literal, get_args, get_type_hints
 
 Pattern = Literal["rr", "wwr"]
 ClientFastOpen = Literal["off", "sendto", "connect"]
@@ -96,7 +96,13 @@ class ScenarioConfig:
         The combination rules are `check()`'s: a lab file may set them over
         several tables, so they apply to the finished config only.
         """
-        return dataclasses.replace(self, **parse_settings(settings))
+        return self.with_typed(parse_settings(settings))
+
+    def with_typed(self, values: dict[str, object]) -> ScenarioConfig:
+        """This config with values parse_settings already typed and range-checked."""
+        # Any: each value already has its own field's type (parse_settings checked it).
+        typed: dict[str, Any] = values
+        return dataclasses.replace(self, **typed)
 
     def check(self) -> ScenarioConfig:
         """Every rule a setting or a combination must follow, or SettingError naming the key.

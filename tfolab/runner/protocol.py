@@ -93,4 +93,5 @@ def encode_event(event: Event) -> str:
 
 def decode_event(line: str | bytes) -> Event:
     """One line of the runner's stdout; msgspec.ValidationError if it is not an Event."""
-    return _decoder.decode(line)
+    event: Event = _decoder.decode(line)
+    return event

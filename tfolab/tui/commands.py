@@ -10,11 +10,13 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from tfolab.tui.context import tfolab_app
+
 
 class LabCommands(Provider):
     def _commands(self) -> list[tuple[str, str, str, str | None]]:
         commands: list[tuple[str, str, str, str | None]] = []
-        for lab in self.app.labs:  # type: ignore[attr-defined]
+        for lab in tfolab_app(self).labs:
             commands.append((f"Open lab: {lab.title} ({lab.name})", lab.summary, lab.name, None))
             for scenario in lab.scenarios:
                 commands.append(
@@ -29,7 +31,9 @@ class LabCommands(Provider):
 
     async def discover(self) -> Hits:
         for text, help_text, lab, scenario in self._commands():
-            yield DiscoveryHit(text, partial(self.app.open_lab, lab, scenario), help=help_text)  # type: ignore[attr-defined]
+            yield DiscoveryHit(
+                text, partial(tfolab_app(self).open_lab, lab, scenario), help=help_text
+            )
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -39,6 +43,6 @@ class LabCommands(Provider):
                 yield Hit(
                     score,
                     matcher.highlight(text),
-                    partial(self.app.open_lab, lab, scenario),
+                    partial(tfolab_app(self).open_lab, lab, scenario),
                     help=help_text,
-                )  # type: ignore[attr-defined]
+                )

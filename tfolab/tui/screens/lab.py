@@ -29,7 +29,9 @@ from tfolab.core.errors import UserError
 from tfolab.lab import session
 from tfolab.lab.catalog import Lab
 from tfolab.lab.session import LabResult
+from tfolab.model.events import Event as ModelEvent
 from tfolab.runner.protocol import Event
+from tfolab.tui.context import tfolab_app
 from tfolab.tui.widgets.ladder import LadderView
 from tfolab.tui.widgets.params import LabParams, ParamsPanel
 from tfolab.tui.widgets.results import ResultsPanel
@@ -105,7 +107,7 @@ class LabScreen(Screen[None]):
     # --- state -> widgets ------------------------------------------------------
 
     @property
-    def events(self) -> tuple:
+    def events(self) -> tuple[ModelEvent, ...]:
         if self.result is None or not self.result.scenarios:
             return ()
         return tuple(self.result.scenarios[0].simulation.events)
@@ -115,7 +117,7 @@ class LabScreen(Screen[None]):
         p = self.params
         try:
             planned = session.plan(self.lab, p.scenario, p.iterations, p.settings)
-            result = session.predict(self.lab, planned, p.one_way_delay_ms, hz=self.app.hz)
+            result = session.predict(self.lab, planned, p.one_way_delay_ms, hz=tfolab_app(self).hz)
         except UserError as err:
             self._banner(f"Cannot simulate: {err.reason}. {err.fix}", "error")
             return
@@ -162,7 +164,7 @@ class LabScreen(Screen[None]):
         banner.set_classes(f"banner-{kind}")
 
     def _show_environment(self) -> None:
-        status = self.app.real_runs
+        status = tfolab_app(self).real_runs
         self._banner(status.banner(), "ok" if status.possible else "off")
 
     # --- input -> state ----------------------------------------------------------
@@ -224,7 +226,7 @@ class LabScreen(Screen[None]):
     # --- the real run ------------------------------------------------------------
 
     def action_run(self) -> None:
-        status = self.app.real_runs
+        status = tfolab_app(self).real_runs
         if not status.possible:
             self._banner(f"Cannot run for real: {status.reason}. {status.fix}", "error")
             return
@@ -246,8 +248,8 @@ class LabScreen(Screen[None]):
                 self.lab,
                 planned,
                 params.one_way_delay_ms,
-                self.app.backend,
-                on_event=lambda event: self.post_message(self.RunProgress(event)),
+                tfolab_app(self).backend,
+                on_event=self._post_progress,
             )
         except UserError as err:
             self.running = False
@@ -276,11 +278,14 @@ class LabScreen(Screen[None]):
             )
             notes = f" · {'; '.join(result.notes)}" if result.notes else ""
             self._banner(
-                f"Measured on Linux {result.kernel} via {result.backend}: {verdict}{notes}",
+                f"Measured on Linux {result.kernel_release} via {result.backend}: {verdict}{notes}",
                 "ok" if not failures else "warning",
             )
         if params == self.params:
             self.result = result
+
+    def _post_progress(self, event: Event) -> None:
+        self.post_message(self.RunProgress(event))
 
     @on(RunProgress)
     def _run_progress(self, message: RunProgress) -> None:

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static, Tree
 
 from tfolab.lab.catalog import BrokenLab, Lab
+from tfolab.tui.context import tfolab_app
 
 # (lab name, scenario name or None for the lab), or a lab file that did not load
 NodeData = tuple[str, str | None] | BrokenLab
@@ -79,7 +80,7 @@ class StartScreen(Screen[None]):
     def on_mount(self) -> None:
         self.title = "tfolab"
         self.sub_title = "an interactive TCP lab"
-        status = self.app.real_runs
+        status = tfolab_app(self).real_runs
         banner = self.query_one("#banner", Static)
         banner.update(status.banner())
         banner.set_classes("banner-ok" if status.possible else "banner-off")
@@ -154,7 +155,7 @@ class StartScreen(Screen[None]):
             )
         elif data is not None:
             lab_name, scenario = data
-            self.app.open_lab(lab_name, scenario)
+            tfolab_app(self).open_lab(lab_name, scenario)
 
     def action_focus_guide(self) -> None:
         self.query_one("#guide-pane").focus()

@@ -20,7 +20,7 @@ from rich.segment import Segment as RichSegment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Region, Size
+from textual.geometry import Region, Size, Spacing
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -137,7 +137,7 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         first, last = self._layout.event_rows[self.step]
         # +1: row 0 of the widget is the pinned header.
         region = Region(0, first + 1, 1, last - first + 1)
-        self.scroll_to_region(region, animate=False, spacing=(2, 0, 2, 0), immediate=True)
+        self.scroll_to_region(region, animate=False, spacing=Spacing(2, 0, 2, 0), immediate=True)
 
     def on_click(self, event: events.Click) -> None:
         if self._layout is None or event.y < 1:
@@ -183,14 +183,15 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         run_text: list[str] = []
         run_key: tuple[str, bool, str] | None = None
         step = self.step
-        for char, role, owner in self._layout.rows[row] if self._layout else []:
+        rows = self._layout.rows[row] if self._layout else []
+        for char, role, owner in rows:
             if owner == NO_OWNER:
                 key = (role, False, "")
             else:
                 on_path = owner in self._path and role in ("client", "server", "timer")
                 state = "current" if owner == step else "future" if owner > step else ""
                 key = (role, on_path, state)
-            if key != run_key and run_text:
+            if key != run_key and run_text and run_key is not None:
                 segments.append(RichSegment("".join(run_text), self._style(*run_key)))
                 run_text = []
             run_key = key

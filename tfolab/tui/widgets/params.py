@@ -23,6 +23,7 @@ from textual.widgets import Checkbox, Input, Label, Select, Static
 from tfolab.core.errors import UserError
 from tfolab.lab import session
 from tfolab.lab.catalog import Lab, LabScenario
+from tfolab.model.scenario import MAX_ITERATIONS
 from tfolab.view.knobs import Knob, knobs_for, settings_for
 
 
@@ -101,10 +102,9 @@ class ParamsPanel(VerticalScroll):
         values: dict[str, bool | str] = {}
         for knob in self.knobs:
             widget = self.query_one(f"#knob-{knob.field}")
-            if isinstance(widget, Checkbox) or (
-                isinstance(widget, Select) and isinstance(widget.value, str)
-            ):
-                values[knob.field] = widget.value
+            value = widget.value if isinstance(widget, Checkbox | Select) else None
+            if isinstance(value, bool | str):  # a Select with nothing chosen is skipped
+                values[knob.field] = value
         return values
 
     def read(self) -> LabParams | None:
@@ -122,9 +122,9 @@ class ParamsPanel(VerticalScroll):
         _show_problem(delay_input, delay_error, delay_problem)
         iterations: int | None = None
         text = iterations_input.value.strip()
-        if text.isdigit() and 1 <= int(text) <= session.MAX_ITERATIONS:
+        if text.isdigit() and 1 <= int(text) <= MAX_ITERATIONS:
             iterations = int(text)
-        problem = "" if iterations else f"a whole number from 1 to {session.MAX_ITERATIONS}"
+        problem = "" if iterations else f"a whole number from 1 to {MAX_ITERATIONS}"
         _show_problem(iterations_input, iterations_error, problem)
         if delay is None or iterations is None:
             return None
