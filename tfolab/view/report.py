@@ -20,8 +20,8 @@ def lab_list(labs: list[Lab], broken: tuple[BrokenLab, ...] | list[BrokenLab] = 
         for scenario in lab.scenarios:
             lines.append(f"  {scenario.name:<{width}}  {scenario.summary}")
         lines.append("")
-    for lab in broken:
-        lines.append(f"{lab.name:<10} BROKEN: {lab.message}")
+    for bad in broken:
+        lines.append(f"{bad.name:<10} BROKEN: {bad.message}")
         lines.append("")
     if not labs and not broken:
         lines += ["(no lab files here)", ""]
