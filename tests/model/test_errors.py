@@ -20,7 +20,6 @@ from tfolab.model import Accuracy, ModelInputError, ScenarioConfig, simulate
             {"one_way_delay_ms": 10.0, "iterations": 1, "accuracy": Accuracy(-1.0, 0.5)},
             "per_packet_delay_error_ms",
         ),
-        ({"one_way_delay_ms": 10.0, "iterations": 1, "delay_backend": "tc"}, "delay_backend"),
         ({"one_way_delay_ms": 10.0, "iterations": 1, "tick_phase_ms": 4.0}, "tick_phase_ms"),
     ],
 )

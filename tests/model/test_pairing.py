@@ -9,8 +9,9 @@ from __future__ import annotations
 from tfolab.model.clock import JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.endpoint import TcpEndpoint
-from tfolab.model.events import Recorder
+from tfolab.model.events import Recorder, Segment
 from tfolab.model.fastopen import CookieCache, FastOpenServer, plan_client_syn, server_decide
+from tfolab.model.state import TcpState
 from tfolab.model.wire import Env, Wire
 
 MS = 1_000_000
@@ -18,7 +19,7 @@ D = 10 * MS
 
 
 class FakeLink:
-    def __init__(self, hz: int = 250, thresh: int = 1) -> None:
+    def __init__(self, hz: int = 250, thresh: int = 1, client_nodelay: bool = False) -> None:
         self.in_flight: list[tuple[int, Wire]] = []
         self.env = Env(
             recorder=Recorder(),
@@ -27,10 +28,11 @@ class FakeLink:
             rules=DelackRules(hz, thresh),
             counters={},
             transmit=lambda wire, t: self.in_flight.append((t, wire)),
-            watch_timer=lambda ep, t: None,  # the test polls next_deadline() instead
-            watch_release=lambda ep, t: None,
+            call_at=lambda t, action: None,  # the test polls next_deadline() instead
         )
-        self.client = TcpEndpoint(self.env, side="client", connection=1, iteration=1, mtu=65536)
+        self.client = TcpEndpoint(
+            self.env, side="client", connection=1, iteration=1, mtu=65536, nodelay=client_nodelay
+        )
         self.server = TcpEndpoint(self.env, side="server", connection=1, iteration=1, mtu=65536)
         self.fastopen = FastOpenServer(
             sysctl=3, qlen=16, queue_full=False, counters=self.env.counters
@@ -78,14 +80,36 @@ class FakeLink:
         self.client.connect(0, plan, CookieCache(), write_pending=False, caused_by=None)
 
 
+def make_server_interactive(pair: FakeLink) -> None:
+    """Handshake, then one ping-pong exchange: the server ends in pingpong mode."""
+    pair.connect()
+    pair.run_until_quiet(20 * MS)
+    pair.client.app_write(pair.now, b"x\n", "ping", caused_by=None)
+    pair.run_until_quiet(pair.now + D)
+    pair.server.app_read(pair.now, None)
+    pair.server.app_write(pair.now, b"y\n", "pong", caused_by=None)
+    assert pair.env.rules.in_pingpong(pair.server.sock.ack)
+    pair.run_until_quiet(pair.now + D)
+    pair.client.app_read(pair.now, None)
+
+
+def server_acks(pair: FakeLink) -> list[Segment]:
+    return [
+        e
+        for e in pair.env.recorder.events
+        if isinstance(e, Segment) and e.sender == "server" and e.flags == ("ACK",)
+    ]
+
+
 def test_handshake_through_the_fake_link() -> None:
     pair = FakeLink()
     pair.connect()
     pair.run_until_quiet(100 * MS)
-    assert pair.client.state == "ESTABLISHED" and pair.server.state == "ESTABLISHED"
-    assert pair.client.snd_nxt == pair.server.rcv_nxt == 1
-    assert pair.server.snd_nxt == pair.client.rcv_nxt == 1
-    assert pair.client.srtt_ns == 2 * D
+    client, server = pair.client.sock, pair.server.sock
+    assert client.state is TcpState.ESTABLISHED and server.state is TcpState.ESTABLISHED
+    assert client.snd_nxt == server.rcv_nxt == 1
+    assert server.snd_nxt == client.rcv_nxt == 1
+    assert client.srtt_ns == 2 * D
 
 
 def test_nagle_holds_the_second_write_until_the_ack() -> None:
@@ -98,7 +122,7 @@ def test_nagle_holds_the_second_write_until_the_ack() -> None:
     assert [w.payload for _, w in pair.in_flight] == [b"", b"0123456789"]  # the ACK, write 1
     pair.run_until_quiet(now + 2 * D)
     # the server's first data segment is ACKed at once (quick-ACK mode) ...
-    assert pair.server.ack.quick == 15
+    assert pair.server.sock.ack.quick == 15
     # ... and that ACK released write 2 at now + 2D
     sent = [w.payload for t, w in pair.in_flight if w.sender == "client"]
     assert sent == [b"abcde\n"]
@@ -108,16 +132,7 @@ def test_nagle_holds_the_second_write_until_the_ack() -> None:
 
 def test_pingpong_server_delays_its_ack_until_the_tick_after_40_ms() -> None:
     pair = FakeLink()
-    pair.connect()
-    pair.run_until_quiet(20 * MS)
-    # make the server interactive: it receives data, then replies at once
-    pair.client.app_write(pair.now, b"x\n", "ping", caused_by=None)
-    pair.run_until_quiet(pair.now + D)
-    pair.server.app_read(pair.now, None)
-    pair.server.app_write(pair.now, b"y\n", "pong", caused_by=None)
-    assert pair.env.rules.in_pingpong(pair.server.ack)
-    pair.run_until_quiet(pair.now + D)
-    pair.client.app_read(pair.now, None)
+    make_server_interactive(pair)  # it receives data, then replies at once
     start = pair.now
     pair.client.app_write(start, b"z", "small", caused_by=None)
     pair.run_until_quiet(start + D)
@@ -125,7 +140,38 @@ def test_pingpong_server_delays_its_ack_until_the_tick_after_40_ms() -> None:
     assert armed is not None
     assert 40 * MS < armed - (start + D) <= 44 * MS
     pair.run_until_quiet(armed)
-    assert not pair.env.rules.in_pingpong(pair.server.ack)  # the timer left pingpong
-    assert pair.server.ack.ato == pair.env.rules.ato_min
+    assert not pair.env.rules.in_pingpong(pair.server.sock.ack)  # the timer left pingpong
+    assert pair.server.sock.ack.ato == pair.env.rules.ato_min
     acks = [w for t, w in pair.in_flight if w.sender == "server"]
-    assert acks and acks[-1].ack == pair.server.rcv_nxt
+    assert acks and acks[-1].ack == pair.server.sock.rcv_nxt
+
+
+def test_a_held_ack_leaves_on_the_read_after_a_second_pushed_segment() -> None:
+    """tcp_cleanup_rbuf: a read that drains the queue after ICSK_ACK_PUSHED2 ACKs at once.
+
+    The interactive server holds the ACK of a small pushed segment on its timer (the read
+    of it sends nothing: PUSHED alone does not count in pingpong). A second small pushed
+    segment 1 ms later sets PUSHED2 and keeps the pending timer; the read of it sends the
+    held ACK, well before the timer, which is then cancelled.
+    """
+    pair = FakeLink(client_nodelay=True)
+    make_server_interactive(pair)
+    start = pair.now
+    pair.client.app_write(start, b"a", "small 1", caused_by=None)
+    pair.run_until_quiet(start + D)
+    held_acks = len(server_acks(pair))
+    armed = pair.server.next_deadline()
+    assert armed is not None and armed > start + D + 40 * MS
+    pair.server.app_read(pair.now, None)
+    assert len(server_acks(pair)) == held_acks  # still held after the first read
+    second = start + MS
+    pair.client.app_write(second, b"b", "small 2", caused_by=None)  # TCP_NODELAY: it goes
+    pair.run_until_quiet(second + D)
+    assert len(server_acks(pair)) == held_acks  # the arrival itself keeps the timer
+    assert pair.server.next_deadline() == armed
+    pair.server.app_read(pair.now, None)
+    ack = server_acks(pair)[-1]
+    assert len(server_acks(pair)) == held_acks + 1
+    assert ack.sent_ms == (second + D) / MS and ack.ack == pair.server.sock.rcv_nxt
+    assert "tcp_cleanup_rbuf" in ack.explanation
+    assert pair.server.next_deadline() is None  # the ACK left: nothing for the timer to do

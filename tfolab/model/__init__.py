@@ -10,10 +10,9 @@ the simulated critical path, and the predicted TcpExt counter deltas.
 from tfolab.model.events import AppCall, CookieInfo, Event, Note, Segment, Timer
 from tfolab.model.predict import Accuracy, IterationPrediction
 from tfolab.model.scenario import ScenarioConfig
-from tfolab.model.simulation import DELAY_BACKENDS, ModelInputError, Simulation, simulate
+from tfolab.model.simulation import ModelInputError, Simulation, simulate
 
 __all__ = [
-    "DELAY_BACKENDS",
     "Accuracy",
     "AppCall",
     "CookieInfo",

@@ -13,16 +13,28 @@ Rules (they mirror native/src/lib/client.c and server.c):
 - The client records each iteration's headline start and end events:
   rr: connect()/sendto() -> first response byte (later rounds on a kept
   connection: write -> first byte); wwr: first write -> last byte of the echo.
+- The client script moves through ClientPhase: IDLE, CONNECTING (its first
+  call blocks until the handshake ends), READING (rounds of write and read),
+  DONE (closed). The scripts act on the socket through TcpEndpoint's calls
+  and read its state from `ep.sock`.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tfolab.model.endpoint import TcpEndpoint
 from tfolab.model.fastopen import CookieCache, plan_client_syn
+from tfolab.model.predict import Headline
 from tfolab.model.scenario import ScenarioConfig
+from tfolab.model.state import TcpState
+
+# The client's connect()/sendto() has returned once its socket left these states.
+_CONNECTING = frozenset({TcpState.CLOSED, TcpState.SYN_SENT})
+# accept() returns a socket in none of these (or a Fast Open child, at once).
+_NOT_ACCEPTABLE = frozenset({TcpState.LISTEN, TcpState.SYN_RECV, TcpState.CLOSED})
 
 
 def line_bytes(length: int, tag: int) -> bytes:
@@ -31,10 +43,11 @@ def line_bytes(length: int, tag: int) -> bytes:
     return body + b"\n"
 
 
-@dataclass
-class Headline:
-    start_id: int | None = None
-    end_id: int | None = None
+class ClientPhase(enum.Enum):
+    IDLE = "idle"  # not started
+    CONNECTING = "connecting"  # connect()/sendto() blocks until the handshake ends
+    READING = "reading"  # the rounds: write the request or line, read the answer
+    DONE = "done"  # close() called
 
 
 @dataclass
@@ -46,22 +59,26 @@ class ClientScript:
     headlines: dict[int, Headline]
     on_done: Callable[[int, int | None], None]
     on_round: Callable[[int], None]
-    state: str = "idle"
+    phase: ClientPhase = ClientPhase.IDLE
     round_index: int = 0
     expected: bytes = b""
     got: int = 0
-    done: bool = False
     sent_lines: list[bytes] = field(default_factory=list)
 
     @property
     def iteration(self) -> int:
         return self.rounds[self.round_index]
 
+    @property
+    def done(self) -> bool:
+        return self.phase is ClientPhase.DONE
+
     def call(self, now: int, call: str, detail: str, why: str, caused_by: int | None) -> int:
-        return self.ep.env.recorder.app(
+        sock = self.ep.sock
+        return sock.env.recorder.app(
             now,
-            iteration=self.ep.iteration,
-            connection=self.ep.connection,
+            iteration=sock.iteration,
+            connection=sock.connection,
             side="client",
             call=call,
             detail=detail,
@@ -89,7 +106,7 @@ class ClientScript:
             )
             self._first_start(event)
             self.ep.connect(now, plan, self.cache, write_pending=False, caused_by=event)
-            self.state = "connecting"
+            self.phase = ClientPhase.CONNECTING
             return
         request = self._next_request()
         plan = plan_client_syn(
@@ -110,7 +127,7 @@ class ClientScript:
             self._first_start(event)
             self.ep.app_write(now, request, "request", caused_by=event)
             self.ep.connect(now, plan, self.cache, write_pending=True, caused_by=event)
-            self.state = "connecting"
+            self.phase = ClientPhase.CONNECTING
             return
         opt = self.call(
             now,
@@ -144,7 +161,7 @@ class ClientScript:
             self._first_start(event)
             self.ep.connect(now, plan, self.cache, write_pending=False, caused_by=event)
             self.sent_lines.pop()
-        self.state = "connecting"
+        self.phase = ClientPhase.CONNECTING
 
     def _first_start(self, event_id: int) -> None:
         if self.config.pattern == "rr":
@@ -158,22 +175,23 @@ class ClientScript:
         return line
 
     def wake(self, now: int, caused_by: int | None) -> None:
-        if self.state == "connecting" and self.ep.state not in ("SYN_SENT", "CLOSED"):
+        if self.phase is ClientPhase.CONNECTING and self.ep.sock.state not in _CONNECTING:
             self._connected(now, caused_by)
-        if self.state == "reading":
+        if self.phase is ClientPhase.READING:
             self._read(now, caused_by)
 
     def _connected(self, now: int, caused_by: int | None) -> None:
         cfg = self.config
-        self.state = "reading"
+        sock = self.ep.sock
+        self.phase = ClientPhase.READING
         if cfg.pattern == "wwr":
             self.call(
                 now, "connect", "returns", "connect() returns: the handshake is done", caused_by
             )
             self._round(now, caused_by)
             return
-        if self.ep.syn_data or (cfg.client_fastopen != "off" and self.ep.write_pending):
-            if self.ep.unsent:
+        if sock.syn_data or (cfg.client_fastopen != "off" and sock.write_pending):
+            if sock.unsent:
                 self.ep.push(
                     now,
                     cause="sendto() continues with the rest after the handshake",
@@ -193,7 +211,7 @@ class ClientScript:
 
     def _round(self, now: int, caused_by: int | None) -> None:
         cfg = self.config
-        self.ep.iteration = self.iteration
+        self.ep.sock.iteration = self.iteration
         self.on_round(self.iteration)
         if cfg.pattern == "rr":
             request = self._next_request()
@@ -242,7 +260,7 @@ class ClientScript:
             self.ep.set_cork(now, False, previous)
 
     def _read(self, now: int, caused_by: int | None) -> None:
-        if not self.ep.rcv_buf:
+        if not self.ep.sock.rcv_buf:
             return
         before = self.got
         data = self.ep.app_read(now, caused_by)
@@ -266,8 +284,7 @@ class ClientScript:
             return
         close = self.call(now, "close", "", "close(): the connection is done (FIN)", event)
         self.ep.app_close(now, close)
-        self.state = "done"
-        self.done = True
+        self.phase = ClientPhase.DONE
         self.on_done(now, close)
 
 
@@ -281,10 +298,11 @@ class ServerScript:
     waiting_note: bool = False
 
     def call(self, now: int, call: str, detail: str, why: str, caused_by: int | None) -> int:
-        return self.ep.env.recorder.app(
+        sock = self.ep.sock
+        return sock.env.recorder.app(
             now,
-            iteration=self.ep.iteration,
-            connection=self.ep.connection,
+            iteration=sock.iteration,
+            connection=sock.connection,
             side="server",
             call=call,
             detail=detail,
@@ -294,34 +312,34 @@ class ServerScript:
         ).id
 
     def wake(self, now: int, caused_by: int | None) -> None:
-        ep = self.ep
+        ep, sock = self.ep, self.ep.sock
         if self.closed:
             return
         if not self.accepted:
-            if not (ep.tfo_child or ep.state not in ("SYN_RECV", "CLOSED")):
+            if not (sock.tfo_child or sock.state not in _NOT_ACCEPTABLE):
                 return
             self.accepted = True
             why = (
                 "accept(): a Fast Open child, readable before the handshake ends"
-                if ep.tfo_child
+                if sock.tfo_child
                 else "accept(): the handshake is complete"
             )
             caused_by = self.call(now, "accept", "", why, caused_by)
-        if not ep.readable:
+        if not sock.readable:
             return
         if self.config.server_quickack:
             caused_by = self.call(
                 now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by
             )
             ep.set_quickack(now, caused_by)
-        if ep.rcv_buf:
+        if sock.rcv_buf:
             data = ep.app_read(now, caused_by)
             caused_by = self.call(
                 now, "read", f"{len(data)} B", "recv() of everything queued", caused_by
             )
             self.inbuf += data
             self._answer(now, caused_by)
-        if ep.fin_received and not ep.rcv_buf:
+        if sock.fin_received and not sock.rcv_buf:
             eof = self.call(now, "read", "0 B (end of file)", "the client closed", caused_by)
             close = self.call(now, "close", "", "the server closes its side", eof)
             ep.app_close(now, close)
@@ -340,7 +358,7 @@ class ServerScript:
             self.ep.app_write(now, line, name, caused_by=write)
         if self.inbuf and not self.waiting_note:
             self.waiting_note = True
-            self.ep.note(
+            self.ep.sock.note(
                 now,
                 f"the line is not complete ({len(self.inbuf)} B, no newline yet): "
                 "the line-mode server waits for the rest before answering",

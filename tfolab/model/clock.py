@@ -87,21 +87,13 @@ def _level_start(level: int) -> int:
 class Link:
     """Loopback with a one-way delay: every segment arrives exactly D after it leaves.
 
-    `delay_backend` says how the delay is made on the real machine:
-    - "netem": the qdisc orphans the queued skb, so its memory is no longer
-      charged to the sending socket while it waits (the reference behaviour).
-    - "nfqueue": the bundled delayer holds the skb in an NFQUEUE; it stays
-      charged to the socket until released D later, which lets autocorking
-      hold a following small write until then (docs/TCP-NOTES.md, "Delay emulation").
-    - "none": no added delay backend (D should be 0); behaves like netem.
+    The reference is netem on lo: the qdisc orphans the queued skb, so while it
+    waits it is no longer charged to the sending socket, and autocorking never
+    holds a write because of it (see nagle.py). The runner makes its other
+    backends behave the same way (docs/TCP-NOTES.md, "Delay emulation").
     """
 
     one_way_delay_ns: int
-    delay_backend: str = "netem"
 
     def arrival(self, sent_ns: int) -> int:
         return sent_ns + self.one_way_delay_ns
-
-    @property
-    def skb_charged_while_delayed(self) -> bool:
-        return self.delay_backend == "nfqueue"

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 Side = Literal["client", "server"]
+TimerAction = Literal["armed", "fired", "cancelled"]
 NS_PER_MS = 1_000_000
 
 
@@ -119,7 +120,7 @@ class Timer:
     time_ms: float
     side: Side
     name: str  # "delack"
-    action: Literal["armed", "fired", "cancelled"]
+    action: TimerAction
     deadline_ms: float
     explanation: str
     cause: str
@@ -164,30 +165,125 @@ class Recorder:
         self.events.append(event)
         return event
 
-    def segment(self, **kw: object) -> Segment:
-        kw["sent_ms"] = ns_to_ms(kw.pop("sent_ns"))  # type: ignore[arg-type]
-        kw["arrived_ms"] = ns_to_ms(kw.pop("arrived_ns"))  # type: ignore[arg-type]
-        event = Segment(id=self._id(), **kw)  # type: ignore[arg-type]
-        self._add(event)
-        return event
-
-    def app(self, t_ns: int, **kw: object) -> AppCall:
-        event = AppCall(id=self._id(), time_ms=ns_to_ms(t_ns), **kw)  # type: ignore[arg-type]
-        self._add(event)
-        return event
-
-    def timer(self, t_ns: int, deadline_ns: int, **kw: object) -> Timer:
-        event = Timer(
+    def segment(
+        self,
+        *,
+        iteration: int,
+        connection: int,
+        sent_ns: int,
+        arrived_ns: int,
+        sender: Side,
+        flags: tuple[str, ...],
+        seq: int,
+        ack: int | None,
+        length: int,
+        options: tuple[str, ...],
+        cookie: CookieInfo | None,
+        what: str,
+        explanation: str,
+        cause: str,
+        caused_by: int | None,
+    ) -> Segment:
+        event = Segment(
             id=self._id(),
-            time_ms=ns_to_ms(t_ns),
-            deadline_ms=ns_to_ms(deadline_ns),
-            **kw,  # type: ignore[arg-type]
+            iteration=iteration,
+            connection=connection,
+            sent_ms=ns_to_ms(sent_ns),
+            arrived_ms=ns_to_ms(arrived_ns),
+            sender=sender,
+            flags=flags,
+            seq=seq,
+            ack=ack,
+            length=length,
+            options=options,
+            cookie=cookie,
+            what=what,
+            explanation=explanation,
+            cause=cause,
+            caused_by=caused_by,
         )
         self._add(event)
         return event
 
-    def note(self, t_ns: int, **kw: object) -> Note:
-        event = Note(id=self._id(), time_ms=ns_to_ms(t_ns), **kw)  # type: ignore[arg-type]
+    def app(
+        self,
+        t_ns: int,
+        *,
+        iteration: int,
+        connection: int,
+        side: Side,
+        call: str,
+        detail: str,
+        explanation: str,
+        cause: str,
+        caused_by: int | None,
+    ) -> AppCall:
+        event = AppCall(
+            id=self._id(),
+            iteration=iteration,
+            connection=connection,
+            time_ms=ns_to_ms(t_ns),
+            side=side,
+            call=call,
+            detail=detail,
+            explanation=explanation,
+            cause=cause,
+            caused_by=caused_by,
+        )
+        self._add(event)
+        return event
+
+    def timer(
+        self,
+        t_ns: int,
+        deadline_ns: int,
+        *,
+        iteration: int,
+        connection: int,
+        side: Side,
+        name: str,
+        action: TimerAction,
+        explanation: str,
+        cause: str,
+        caused_by: int | None,
+    ) -> Timer:
+        event = Timer(
+            id=self._id(),
+            iteration=iteration,
+            connection=connection,
+            time_ms=ns_to_ms(t_ns),
+            side=side,
+            name=name,
+            action=action,
+            deadline_ms=ns_to_ms(deadline_ns),
+            explanation=explanation,
+            cause=cause,
+            caused_by=caused_by,
+        )
+        self._add(event)
+        return event
+
+    def note(
+        self,
+        t_ns: int,
+        *,
+        iteration: int,
+        connection: int,
+        side: Side | Literal["both"],
+        text: str,
+        cause: str = "",
+        caused_by: int | None = None,
+    ) -> Note:
+        event = Note(
+            id=self._id(),
+            iteration=iteration,
+            connection=connection,
+            time_ms=ns_to_ms(t_ns),
+            side=side,
+            text=text,
+            cause=cause,
+            caused_by=caused_by,
+        )
         self._add(event)
         return event
 

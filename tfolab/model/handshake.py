@@ -1,168 +1,187 @@
-"""The three-way handshake and Fast Open, for TcpEndpoint (a mixin).
+"""The three-way handshake and Fast Open, as functions over one socket (sock.py).
 
 Rules (tcp_output.c tcp_connect / tcp_send_syn_data, tcp_input.c
 tcp_rcv_synsent_state_process / tcp_rcv_fastopen_synack, tcp_fastopen.c):
 - The client's SYN carries the options (MSS, SACK permitted, timestamps,
   window scale 7) and, with Fast Open, a cookie or a cookie request and
-  possibly data (see fastopen.plan_client_syn).
+  possibly data (see fastopen.plan_client_syn). CLOSED -> SYN_SENT.
 - The server answers with a SYN-ACK that never carries data; it acks the SYN
   data only when the listener accepted it (a Fast Open child socket, which the
   application can accept and answer at once, before the handshake ends).
+  LISTEN -> SYN_RECV; the ACK of the SYN-ACK makes it ESTABLISHED and takes
+  a Fast Open child off the listener's TFO queue (`ack_of_synack`).
 - On the SYN-ACK the client caches a cookie, retransmits SYN data that was not
   acknowledged at once (the retransmission carries the ACK), and otherwise
   either ACKs at once or, when a blocking sendto()/write() is waiting for the
   connection (sk_write_pending), holds the ACK (quick-ACK mode, a 200 ms
   TCP_DELACK_MAX timer) so that the data about to be sent carries it.
+  SYN_SENT -> ESTABLISHED. A segment other than a SYN-ACK is ignored there.
+- Both sides adopt the peer's MSS option if it is smaller than their own.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from tfolab.model import delack_timer
 from tfolab.model.delack import ACK_SCHED, ACK_TIMER
-from tfolab.model.fastopen import CookieCache, SynDecision, SynPlan, client_learns
+from tfolab.model.fastopen import CookieCache, FastOpenServer, SynDecision, SynPlan, client_learns
+from tfolab.model.flights import Flight
+from tfolab.model.output import push, send_ack, transmit
+from tfolab.model.sock import TcpSock
+from tfolab.model.state import TcpEvent
 from tfolab.model.wire import Wire
 
-if TYPE_CHECKING:
-    from tfolab.model.endpoint import TcpEndpoint
+# ------------------------------------------------------------ client
 
 
-class HandshakeMixin:
-    def init_handshake(self: Any) -> None:
-        self.syn_plan: SynPlan | None = None
-        self.cookie_cache: CookieCache | None = None
-        self.syn_data = b""
-        self.write_pending = False
-        self.tfo_child = False
-        self.established_at: int | None = None
-        self.fastopen_server = None  # the listener's FastOpenServer (server side)
+def connect(
+    sock: TcpSock,
+    now: int,
+    plan: SynPlan,
+    cache: CookieCache,
+    *,
+    write_pending: bool,
+    caused_by: int | None,
+) -> int:
+    """tcp_connect / tcp_send_syn_data: send the SYN, with data from the queue if planned."""
+    sock.move(TcpEvent.CONNECT)
+    sock.syn_plan = plan
+    sock.cookie_cache = cache
+    sock.write_pending = write_pending
+    data = bytes(sock.unsent[: plan.data_bytes])
+    del sock.unsent[: plan.data_bytes]
+    sock.syn_data = data
+    sock.snd_nxt = 1 + len(data)
+    what = f"SYN+data ({len(data)} B)" if data else "SYN"
+    event_id = transmit(
+        sock,
+        now,
+        flags=("SYN",),
+        seq=0,
+        payload=data,
+        what="SYN+data" if data else "SYN",
+        explanation=f"{what}: {plan.explanation}",
+        cause="the client opens the connection",
+        caused_by=caused_by,
+        cookie=plan.cookie,
+        mss_option=sock.advmss,
+    )
+    sock.flights.append(Flight(0, 1 + len(data), now, False, event_id, data=bool(data)))
+    return event_id
 
-    # ------------------------------------------------------------ client
-    def connect(
-        self: TcpEndpoint,
-        now: int,
-        plan: SynPlan,
-        cache: CookieCache,
-        *,
-        write_pending: bool,
-        caused_by: int | None,
-    ) -> int:
-        from tfolab.model.endpoint import Flight
 
-        self.state = "SYN_SENT"
-        self.syn_plan = plan
-        self.cookie_cache = cache
-        self.write_pending = write_pending
-        data = bytes(self.unsent[: plan.data_bytes])
-        del self.unsent[: plan.data_bytes]
-        self.syn_data = data
-        self.snd_nxt = 1 + len(data)
-        what = f"SYN+data ({len(data)} B)" if data else "SYN"
-        event_id = self.transmit(
+def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
+    """tcp_rcv_synsent_state_process: a SYN-ACK arrives at the client in SYN_SENT."""
+    if not (wire.syn and "ACK" in wire.flags) or wire.ack is None:
+        return
+    if wire.mss_option is not None:
+        sock.clamp_mss(wire.mss_option)
+    syn = sock.flights[0]
+    sock.rtt_sample(now - syn.sent_ns)
+    sock.flights = []
+    sock.snd_una = wire.ack
+    sock.rcv_nxt = wire.seq + 1
+    sock.rcv_wup = sock.rcv_nxt
+    sock.move(TcpEvent.RECV_SYNACK)
+    sock.ack.lrcvtime = sock.jiffies(now)
+    cause = "SYN-ACK arrived"
+    plan = sock.syn_plan
+    assert plan is not None and sock.cookie_cache is not None
+    learnt = client_learns(sock.cookie_cache, wire.cookie, len(sock.syn_data), plan)
+    if learnt:
+        sock.note(now, learnt, wire.event_id, cause)
+    unacked = len(sock.syn_data) > 0 and wire.ack < 1 + len(sock.syn_data)
+    if unacked:
+        sock.count("TCPFastOpenActiveFail")
+        sock.unsent[:0] = sock.syn_data
+        sock.snd_nxt = 1
+        push(
+            sock,
             now,
-            flags=("SYN",),
-            seq=0,
-            payload=data,
-            what="SYN+data" if data else "SYN",
-            explanation=f"{what}: {plan.explanation}",
-            cause="the client opens the connection",
-            caused_by=caused_by,
-            cookie=plan.cookie,
-            mss_option=self.advmss,
-        )
-        self.flights.append(Flight(0, 1 + len(data), now, False, event_id, data=bool(data)))
-        return event_id
-
-    def receive_synack(self: TcpEndpoint, now: int, wire: Wire) -> None:
-        if not (wire.syn and "ACK" in wire.flags) or wire.ack is None:
-            return
-        if wire.mss_option is not None:
-            self.mss_cache = min(self.advmss, wire.mss_option) - 12
-        syn = self.flights[0]
-        self.rtt_sample(now - syn.sent_ns)
-        self.flights = []
-        self.snd_una = wire.ack
-        self.rcv_nxt = wire.seq + 1
-        self.rcv_wup = self.rcv_nxt
-        self.state = "ESTABLISHED"
-        self.established_at = now
-        self.ack.lrcvtime = self.jiffies(now)
-        cause = "SYN-ACK arrived"
-        plan = self.syn_plan
-        assert plan is not None and self.cookie_cache is not None
-        learnt = client_learns(self.cookie_cache, wire.cookie, len(self.syn_data), plan)
-        if learnt:
-            self.note(now, learnt, wire.event_id, cause)
-        unacked = len(self.syn_data) > 0 and wire.ack < 1 + len(self.syn_data)
-        if unacked:
-            self.env.count("TCPFastOpenActiveFail", self.counting)
-            self.unsent[:0] = self.syn_data
-            self.snd_nxt = 1
-            self.push(
-                now,
-                cause="the SYN-ACK acknowledged only the SYN",
-                caused_by=wire.event_id,
-                force_first=True,
-            )
-            return
-        if self.syn_data:
-            self.env.count("TCPFastOpenActive", self.counting)
-            self.note(now, "the SYN-ACK acknowledges the SYN data: Fast Open worked", wire.event_id)
-        if self.write_pending:
-            rules = self.env.rules
-            self.ack.pending |= ACK_SCHED | ACK_TIMER
-            rules.enter_quickack_mode(self.ack)
-            expiry = self.jiffies(now) + rules.delack_max
-            self.ack.timeout = expiry
-            self.arm_delack(
-                now,
-                expiry,
-                wire.event_id,
-                cause,
-                why=(
-                    "ACK held: a blocking sendto()/write() waits for this connection, "
-                    "so the data about to leave (or the reply) will carry the ACK"
-                ),
-            )
-            return
-        self.send_ack(
-            now,
-            "the handshake's third segment: the client ACKs the SYN-ACK at once",
-            cause,
-            wire.event_id,
-        )
-
-    # ------------------------------------------------------------ server
-    def accept_syn(self: TcpEndpoint, now: int, wire: Wire, decision: SynDecision) -> int:
-        from tfolab.model.endpoint import Flight
-
-        self.state = "SYN_RECV"
-        if wire.mss_option is not None:
-            self.mss_cache = min(self.advmss, wire.mss_option) - 12
-        self.rcv_nxt = wire.seq + 1
-        if decision.accept_data:
-            self.tfo_child = True
-            self.rcv_buf += wire.payload
-            self.rcv_nxt += len(wire.payload)
-        self.snd_nxt = 1
-        self.ack.lrcvtime = self.jiffies(now)
-        acks = "the SYN and its data" if decision.accept_data and wire.payload else "the SYN"
-        event_id = self.transmit(
-            now,
-            flags=("SYN", "ACK"),
-            seq=0,
-            what="SYN-ACK",
-            explanation=f"SYN-ACK acks {acks}: {decision.explanation}",
-            cause="SYN arrived",
+            cause="the SYN-ACK acknowledged only the SYN",
             caused_by=wire.event_id,
-            cookie=decision.reply_cookie,
-            mss_option=self.advmss,
+            force_first=True,
         )
-        self.flights.append(Flight(0, 1, now, False, event_id, data=False))
-        return event_id
+        return
+    if sock.syn_data:
+        sock.count("TCPFastOpenActive")
+        sock.note(now, "the SYN-ACK acknowledges the SYN data: Fast Open worked", wire.event_id)
+    if sock.write_pending:
+        _hold_ack_for_pending_write(sock, now, wire, cause)
+        return
+    send_ack(
+        sock,
+        now,
+        "the handshake's third segment: the client ACKs the SYN-ACK at once",
+        cause,
+        wire.event_id,
+    )
 
-    def become_established(self: TcpEndpoint, now: int, wire: Wire) -> None:
-        self.state = "ESTABLISHED"
-        self.established_at = now
-        if self.tfo_child and self.fastopen_server is not None:
-            self.fastopen_server.pending -= 1
+
+def _hold_ack_for_pending_write(sock: TcpSock, now: int, wire: Wire, cause: str) -> None:
+    """tcp_rcv_synsent_state_process with sk_write_pending: quick-ACK mode, a DELACK_MAX timer."""
+    rules = sock.env.rules
+    sock.ack.pending |= ACK_SCHED | ACK_TIMER
+    rules.enter_quickack_mode(sock.ack)
+    expiry = sock.jiffies(now) + rules.delack_max
+    sock.ack.timeout = expiry
+    delack_timer.arm(
+        sock,
+        now,
+        expiry,
+        wire.event_id,
+        cause,
+        why=(
+            "ACK held: a blocking sendto()/write() waits for this connection, "
+            "so the data about to leave (or the reply) will carry the ACK"
+        ),
+    )
+
+
+# ------------------------------------------------------------ server
+
+
+def accept_syn(
+    sock: TcpSock,
+    now: int,
+    wire: Wire,
+    decision: SynDecision,
+    fastopen_queue: FastOpenServer | None = None,
+) -> int:
+    """tcp_conn_request: the listener's child answers the SYN with a SYN-ACK.
+
+    `decision` is the listener's Fast Open verdict (fastopen.server_decide);
+    `fastopen_queue` is the listener's queue a Fast Open child counts against.
+    """
+    sock.move(TcpEvent.RECV_SYN)
+    sock.fastopen_queue = fastopen_queue
+    if wire.mss_option is not None:
+        sock.clamp_mss(wire.mss_option)
+    sock.rcv_nxt = wire.seq + 1
+    if decision.accept_data:
+        sock.tfo_child = True
+        sock.rcv_buf += wire.payload
+        sock.rcv_nxt += len(wire.payload)
+    sock.snd_nxt = 1
+    sock.ack.lrcvtime = sock.jiffies(now)
+    acks = "the SYN and its data" if decision.accept_data and wire.payload else "the SYN"
+    event_id = transmit(
+        sock,
+        now,
+        flags=("SYN", "ACK"),
+        seq=0,
+        what="SYN-ACK",
+        explanation=f"SYN-ACK acks {acks}: {decision.explanation}",
+        cause="SYN arrived",
+        caused_by=wire.event_id,
+        cookie=decision.reply_cookie,
+        mss_option=sock.advmss,
+    )
+    sock.flights.append(Flight(0, 1, now, False, event_id, data=False))
+    return event_id
+
+
+def ack_of_synack(sock: TcpSock) -> None:
+    """The ACK of the SYN-ACK: ESTABLISHED; a Fast Open child leaves the TFO queue."""
+    sock.move(TcpEvent.RECV_ACK_OF_SYN)
+    if sock.tfo_child and sock.fastopen_queue is not None:
+        sock.fastopen_queue.pending -= 1

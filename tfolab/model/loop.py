@@ -6,7 +6,7 @@ Rules:
   at t with D = 0 is still processed after everything that happened before it.
 - Time never goes back: the loop refuses an action scheduled in the past.
 - Segments are delivered exactly D after they leave (the link); timers are
-  the deadlines the endpoints report (watch_timer), checked lazily: a stale
+  the deadlines the endpoints report (Env.call_at), checked lazily: a stale
   deadline is ignored by the endpoint.
 - Iterations: rr on fresh connections runs one connection per iteration, the
   next one starting when the client closes the previous one (the runner calls
@@ -19,17 +19,18 @@ Rules:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
-from tfolab.model.apps import ClientScript, Headline, ServerScript
+from tfolab.model.apps import ClientScript, ServerScript
 from tfolab.model.clock import JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.endpoint import TcpEndpoint
 from tfolab.model.events import Recorder
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
+from tfolab.model.predict import Headline
 from tfolab.model.scenario import ScenarioConfig
-from tfolab.model.wire import Env, Wire
+from tfolab.model.wire import Action, Env, Wire
 
 MAX_ACTIONS = 2_000_000
 
@@ -57,7 +58,6 @@ class World:
         iterations: int,
         hz: int,
         tick_phase_ns: int,
-        delay_backend: str,
     ) -> None:
         self.config = config
         self.iterations = iterations
@@ -66,12 +66,11 @@ class World:
         self.env = Env(
             recorder=self.recorder,
             clock=JiffyClock(hz, tick_phase_ns),
-            link=Link(one_way_delay_ns, delay_backend),
+            link=Link(one_way_delay_ns),
             rules=DelackRules(hz, config.pingpong_thresh),
             counters=self.counters,
             transmit=self._transmit,
-            watch_timer=lambda ep, t: self._at(t, ep.on_timer),
-            watch_release=lambda ep, t: self._at(t, ep.on_release),
+            call_at=self._at,
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(
@@ -84,11 +83,12 @@ class World:
         self.headlines: dict[int, Headline] = {}
         self.wires: list[tuple[int, Wire]] = []  # (arrival ns, wire), for tests
         self.now = 0
-        self._queue: list[tuple[int, int, Callable[[int], None]]] = []
+        self._queue: list[tuple[int, int, Action]] = []
         self._counter = 0
+        self._plan: list[list[int]] = []
 
     # ------------------------------------------------------------ scheduling
-    def _at(self, t: int, action: Callable[[int], None]) -> None:
+    def _at(self, t: int, action: Action) -> None:
         if t < self.now:
             raise ModelStuck(f"an action was scheduled in the past ({t} < {self.now} ns)")
         self._counter += 1
@@ -157,7 +157,6 @@ class World:
             iteration=setup_iteration,
             mtu=cfg.mtu,
             nodelay=cfg.nodelay,
-            autocorking=cfg.autocorking,
             counting=not warmup,
         )
         if warmup:
@@ -175,7 +174,7 @@ class World:
             rounds=rounds,
             headlines=self.headlines if not warmup else {},
             on_done=self._connection_done,
-            on_round=lambda i, n=number: self._round_started(n, i),
+            on_round=partial(self._round_started, number),
         )
         self.connections[number] = Connection(number, client, script, counting=not warmup)
         script.start(now, caused_by)
@@ -183,7 +182,7 @@ class World:
     def _round_started(self, number: int, iteration: int) -> None:
         conn = self.connections.get(number)
         if conn is not None and conn.server is not None:
-            conn.server.iteration = iteration
+            conn.server.sock.iteration = iteration
 
     def _connection_done(self, now: int, caused_by: int | None) -> None:
         self._start_connection(now, caused_by)
@@ -210,12 +209,11 @@ class World:
             self.env,
             side="server",
             connection=conn.number,
-            iteration=conn.client.iteration,
+            iteration=conn.client.sock.iteration,
             mtu=cfg.mtu,
             counting=conn.counting,
         )
-        server.fastopen_server = self.fastopen
         conn.server = server
         conn.server_script = ServerScript(server, cfg)
-        server.accept_syn(now, wire, decision)
+        server.accept_syn(now, wire, decision, self.fastopen)
         conn.server_script.wake(now, wire.event_id)

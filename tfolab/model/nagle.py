@@ -1,4 +1,4 @@
-"""When a queued segment may leave: Nagle, Minshall, TCP_CORK, MSG_MORE, autocorking.
+"""When a queued segment may leave: Nagle, Minshall, TCP_CORK, MSG_MORE (not autocorking).
 
 Rules (net/ipv4/tcp_output.c and tcp.c):
 - `tcp_nagle_check`: a partial segment (smaller than the MSS) is held when the
@@ -8,10 +8,11 @@ Rules (net/ipv4/tcp_output.c and tcp.c):
 - Only the last segment of the queue is tested with the socket's own mode;
   segments in the middle of the queue are pushed (TCP_NAGLE_PUSH).
 - A retransmission is never held by Nagle.
-- `tcp_should_autocork`: a small write is held back while an earlier skb of
-  the socket still sits in a queue below TCP and is charged to the socket,
-  if there is unacknowledged data; it goes when that skb is freed (TSQ).
-  On loopback with netem the skb is orphaned, so this never holds there.
+- Autocorking (`tcp_should_autocork`) is not modelled: it holds a small
+  write only while an earlier skb of the socket is still queued below TCP
+  and charged to it, and on loopback with netem the queued skb is orphaned.
+  The runner turns net.ipv4.tcp_autocorking off when its NFQUEUE stand-in
+  (which keeps skbs charged) delays the packets, so the kernel matches.
 """
 
 from __future__ import annotations
@@ -57,22 +58,5 @@ def hold_reason(
         return (
             "Nagle holds it: an earlier small segment is still unacknowledged "
             "(tcp_nagle_check / tcp_minshall_check)"
-        )
-    return None
-
-
-def autocork_reason(
-    *,
-    enabled: bool,
-    skb_len: int,
-    size_goal: int,
-    unacked: bool,
-    earlier_skb_charged: bool,
-) -> str | None:
-    """Why tcp_push() autocorks this write, or None."""
-    if enabled and skb_len < size_goal and unacked and earlier_skb_charged:
-        return (
-            "autocorking holds the small write: the previous segment is still "
-            "queued below TCP (the delay queue) and charged to the socket"
         )
     return None

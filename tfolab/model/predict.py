@@ -19,8 +19,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from tfolab.model.apps import Headline
 from tfolab.model.events import Event, Segment, Timer
+
+
+@dataclass
+class Headline:
+    """The events one measured iteration runs between; the client script fills them in."""
+
+    start_id: int | None = None
+    end_id: int | None = None
 
 
 @dataclass(frozen=True)

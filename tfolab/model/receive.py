@@ -1,162 +1,95 @@
-"""The receive path and the delayed-ACK timer of TcpEndpoint (a mixin).
+"""A segment arrives: the receive path of one socket, as functions over sock.py's record.
 
 Rules (tcp_rcv_established / tcp_rcv_state_process, in this order):
-- the ACK first: it frees acknowledged data, samples the RTT, moves the state
-  (SYN_RECV -> ESTABLISHED, FIN_WAIT1 -> FIN_WAIT2, ...) and may release data
-  held by Nagle (tcp_data_snd_check, run after the data is queued);
-- then the data, in order (the link never reorders): tcp_event_data_recv and
-  tcp_measure_rcv_mss update the delayed-ACK state;
-- then the FIN (tcp_fin): CLOSE_WAIT enters pingpong so the ACK may ride on
-  the application's own FIN; FIN_WAIT2 -> TIME_WAIT ACKs at once;
-- last the ACK decision (tcp_ack_snd_check): at once, or the delayed-ACK
-  timer armed on jiffies and fired on a tick (see clock.py).
+- in SYN_SENT only a SYN-ACK matters (handshake.receive_synack); a socket in
+  CLOSED or LISTEN, or any SYN after the handshake, is ignored here (the
+  listener's SYN goes to handshake.accept_syn);
+- the ACK first: it frees acknowledged data (tcp_clean_rtx_queue), samples
+  the RTT from a segment never retransmitted, drops the write marks it
+  covers, and moves the state: the ACK of the SYN-ACK (SYN_RECV ->
+  ESTABLISHED), or the ACK of our FIN (FIN_WAIT1 -> FIN_WAIT2, CLOSING ->
+  TIME_WAIT, LAST_ACK -> CLOSED; the table is state.py's);
+- then the data, in order (the link never reorders; anything else is a
+  duplicate, ACKed at once): tcp_event_data_recv and tcp_measure_rcv_mss
+  update the delayed-ACK state (delack.py);
+- then the FIN (tcp_fin): into CLOSE_WAIT, which enters pingpong so the ACK
+  may ride on the application's own FIN; into CLOSING or TIME_WAIT, which
+  ACK at once;
+- then data held by Nagle may leave, released by the new ACK
+  (tcp_data_snd_check);
+- last the ACK decision (tcp_ack_snd_check, delack_timer.py).
+The application runs after all that, when the loop wakes its script.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from tfolab.model import delack_timer
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
+from tfolab.model.handshake import ack_of_synack, receive_synack
+from tfolab.model.output import push
+from tfolab.model.sock import TcpSock
+from tfolab.model.state import TcpEvent, TcpState
 from tfolab.model.wire import Wire
 
-if TYPE_CHECKING:
-    from tfolab.model.endpoint import TcpEndpoint
+
+def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
+    """One segment from the peer reaches this socket at `now`."""
+    if sock.state is TcpState.SYN_SENT:
+        receive_synack(sock, now, wire)
+        return
+    if wire.syn or sock.state in (TcpState.CLOSED, TcpState.LISTEN):
+        return
+    acked_new = wire.ack is not None and wire.ack > sock.snd_una
+    if acked_new:
+        _process_ack(sock, now, wire)
+    if wire.payload:
+        _queue_data(sock, now, wire)
+    if wire.fin and wire.seq + len(wire.payload) == sock.rcv_nxt:
+        _process_fin(sock, now, wire)
+    if acked_new and (sock.unsent or (sock.fin_requested and not sock.fin_sent)):
+        push(sock, now, cause=f"released: ACK {wire.ack} arrived", caused_by=wire.event_id)
+    if sock.ack.scheduled:
+        delack_timer.ack_snd_check(sock, now, wire)
 
 
-class ReceiveMixin:
-    def receive(self: TcpEndpoint, now: int, wire: Wire) -> None:
-        if self.state == "SYN_SENT":
-            self.receive_synack(now, wire)
-            return
-        if wire.syn or self.state == "CLOSED":
-            return
-        acked_new = wire.ack is not None and wire.ack > self.snd_una
-        if acked_new:
-            self._process_ack(now, wire)
-        if wire.payload:
-            if wire.seq != self.rcv_nxt:  # a duplicate: ACK it at once
-                self.ack.pending |= ACK_NOW
-            else:
-                self.rcv_buf += wire.payload
-                self.rcv_nxt += len(wire.payload)
-                rules = self.env.rules
-                text = rules.event_data_recv(self.ack, self.jiffies(now), self.rto_jiffies())
-                rules.measure_rcv_mss(self.ack, len(wire.payload), wire.psh, self.advmss)
-                if text:
-                    self.note(now, f"{self.side}: {text}", wire.event_id, "tcp_event_data_recv")
-        if wire.fin and wire.seq + len(wire.payload) == self.rcv_nxt:
-            self._process_fin(now, wire)
-        if acked_new and (self.unsent or (self.fin_requested and not self.fin_sent)):
-            self.push(now, cause=f"released: ACK {wire.ack} arrived", caused_by=wire.event_id)
-        if self.ack.scheduled:
-            self.ack_snd_check(now, wire)
+def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
+    assert wire.ack is not None
+    newly = [f for f in sock.flights if f.end <= wire.ack]
+    sock.flights = [f for f in sock.flights if f.end > wire.ack]
+    fresh = [f for f in newly if not f.retransmitted]
+    if fresh:
+        sock.rtt_sample(now - fresh[0].sent_ns)
+    sock.snd_una = wire.ack
+    sock.marks = [m for m in sock.marks if m.end > sock.snd_una]
+    if sock.state is TcpState.SYN_RECV:
+        ack_of_synack(sock)
+    elif sock.fin_sent and sock.snd_una == sock.snd_nxt:
+        sock.move(TcpEvent.RECV_ACK_OF_FIN)
 
-    def _process_ack(self: TcpEndpoint, now: int, wire: Wire) -> None:
-        assert wire.ack is not None
-        newly = [f for f in self.flights if f.end <= wire.ack]
-        self.flights = [f for f in self.flights if f.end > wire.ack]
-        fresh = [f for f in newly if not f.retransmitted]
-        if fresh:
-            self.rtt_sample(now - fresh[0].sent_ns)
-        self.snd_una = wire.ack
-        self.marks = [m for m in self.marks if m.end > self.snd_una]
-        if self.state == "SYN_RECV":
-            self.become_established(now, wire)
-        elif self.state == "FIN_WAIT1" and self.fin_sent and self.snd_una == self.snd_nxt:
-            self.state = "FIN_WAIT2"
-        elif self.state == "CLOSING" and self.snd_una == self.snd_nxt:
-            self.state = "TIME_WAIT"
-        elif self.state == "LAST_ACK" and self.snd_una == self.snd_nxt:
-            self.state = "CLOSED"
 
-    def _process_fin(self: TcpEndpoint, now: int, wire: Wire) -> None:
-        self.rcv_nxt += 1
-        self.fin_received = True
-        self.ack.pending |= ACK_SCHED  # tcp_fin: inet_csk_schedule_ack
-        if self.state in ("ESTABLISHED", "SYN_RECV"):
-            self.state = "CLOSE_WAIT"
-            self.ack.pingpong = self.env.rules.pingpong_thresh  # inet_csk_enter_pingpong_mode
-        elif self.state == "FIN_WAIT1":
-            self.state = "CLOSING"
-            self.ack.pending |= ACK_NOW
-        elif self.state == "FIN_WAIT2":
-            self.state = "TIME_WAIT"
-            self.ack.pending |= ACK_NOW
-            self.note(now, f"{self.side} enters TIME_WAIT", wire.event_id)
+def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
+    if wire.seq != sock.rcv_nxt:  # a duplicate: ACK it at once
+        sock.ack.pending |= ACK_NOW
+        return
+    sock.rcv_buf += wire.payload
+    sock.rcv_nxt += len(wire.payload)
+    rules = sock.env.rules
+    text = rules.event_data_recv(sock.ack, sock.jiffies(now), sock.rto_jiffies())
+    rules.measure_rcv_mss(sock.ack, len(wire.payload), wire.psh, sock.advmss)
+    if text:
+        sock.note(now, f"{sock.side}: {text}", wire.event_id, "tcp_event_data_recv")
 
-    def ack_snd_check(self: TcpEndpoint, now: int, wire: Wire) -> None:
-        rules = self.env.rules
-        why = rules.ack_now(self.ack, self.rcv_nxt - self.rcv_wup)
-        cause = f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) arrived"
-        if why is not None:
-            self.send_ack(now, f"ACK at once: {why}", cause, wire.event_id)
-            return
-        expiry = rules.delayed_ack_expiry(self.ack, self.jiffies(now), self.srtt_jiffies())
-        if expiry is None:
-            self.send_ack(
-                now, "ACK now: the delayed-ACK timer was about to expire", cause, wire.event_id
-            )
-            return
-        self.arm_delack(now, expiry, wire.event_id, cause)
 
-    def arm_delack(
-        self: TcpEndpoint, now: int, expiry: int, caused_by: int, cause: str, why: str | None = None
-    ) -> None:
-        fire = self.env.clock.timer_fires_at(expiry, now)
-        if fire == self.delack_fire_ns:
-            return
-        rules = self.env.rules
-        wait_ms = (fire - now) / 1e6
-        ato_ms = self.env.clock.jiffies_to_ms(expiry - self.jiffies(now))
-        if why is not None:
-            pass
-        elif self.state == "CLOSE_WAIT":
-            why = f"ACK of the FIN held: {self.side} hopes to send it with its own FIN"
-        elif rules.in_pingpong(self.ack):
-            why = (
-                f"ACK held: the {self.side} is interactive and waits up to {ato_ms:.0f} ms "
-                "to piggyback it on a reply"
-            )
-        else:
-            why = f"ACK delayed: not in quick-ACK mode, the {self.side} waits up to {ato_ms:.0f} ms"
-        self.delack_fire_ns = fire
-        self.delack_event = self.env.recorder.timer(
-            now,
-            fire,
-            iteration=self.iteration,
-            connection=self.connection,
-            side=self.side,
-            name="delack",
-            action="armed",
-            explanation=f"{why} (fires in {wait_ms:.1f} ms, on a tick)",
-            cause=cause,
-            caused_by=caused_by,
-        ).id
-        self.env.watch_timer(self, fire)
-
-    def on_timer(self: TcpEndpoint, now: int) -> None:
-        if self.delack_fire_ns != now:
-            return
-        self.delack_fire_ns = None
-        what = self.env.rules.timer_fired(self.ack, self.jiffies(now), self.rto_jiffies())
-        fired = self.env.recorder.timer(
-            now,
-            now,
-            iteration=self.iteration,
-            connection=self.connection,
-            side=self.side,
-            name="delack",
-            action="fired",
-            explanation=f"delayed-ACK timer fired: {what}"
-            if what
-            else "delayed-ACK timer: nothing to do",
-            cause="the timer expired",
-            caused_by=self.delack_event,
-        ).id
-        if what is not None:
-            self.send_ack(
-                now,
-                "the delayed ACK finally goes (sent by the timer)",
-                "the delayed-ACK timer fired",
-                fired,
-            )
+def _process_fin(sock: TcpSock, now: int, wire: Wire) -> None:
+    """tcp_fin: the FIN takes one sequence number and schedules an ACK."""
+    sock.rcv_nxt += 1
+    sock.fin_received = True
+    sock.ack.pending |= ACK_SCHED  # inet_csk_schedule_ack
+    state = sock.move(TcpEvent.RECV_FIN)
+    if state is TcpState.CLOSE_WAIT:
+        sock.ack.pingpong = sock.env.rules.pingpong_thresh  # inet_csk_enter_pingpong_mode
+    elif state is TcpState.CLOSING:
+        sock.ack.pending |= ACK_NOW
+    elif state is TcpState.TIME_WAIT:
+        sock.ack.pending |= ACK_NOW
+        sock.note(now, f"{sock.side} enters TIME_WAIT", wire.event_id)

@@ -21,7 +21,6 @@ from tfolab.model.loop import World
 from tfolab.model.predict import Accuracy, IterationPrediction, predict
 from tfolab.model.scenario import ScenarioConfig
 
-DELAY_BACKENDS = ("netem", "nfqueue", "none")
 DEFAULT_TICK_PHASE = 0.3  # of a tick
 DEFAULT_ACCURACY = Accuracy()
 
@@ -41,7 +40,6 @@ class Simulation:
     iterations: int = 1
     accuracy: Accuracy = DEFAULT_ACCURACY
     tick_phase_ms: float = 0.0
-    delay_backend: str = "netem"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -50,7 +48,6 @@ class Simulation:
             "hz": self.hz,
             "iterations": self.iterations,
             "tick_phase_ms": self.tick_phase_ms,
-            "delay_backend": self.delay_backend,
             "accuracy": dataclasses.asdict(self.accuracy),
             "events": [e.to_json() for e in self.events],
             "predictions": [p.to_json() for p in self.predictions],
@@ -66,10 +63,9 @@ def simulate(
     hz: int = 250,
     accuracy: Accuracy = DEFAULT_ACCURACY,
     tick_phase_ms: float | None = None,
-    delay_backend: str = "netem",
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline."""
-    _check_arguments(one_way_delay_ms, iterations, hz, accuracy, delay_backend)
+    _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
     tick_ms = 1000.0 / hz
     phase = DEFAULT_TICK_PHASE * tick_ms if tick_phase_ms is None else tick_phase_ms
@@ -83,7 +79,6 @@ def simulate(
         iterations=iterations,
         hz=hz,
         tick_phase_ns=ms_to_ns(phase),
-        delay_backend=delay_backend,
     )
     world.run()
     events = world.recorder.timeline()
@@ -98,22 +93,23 @@ def simulate(
         iterations=iterations,
         accuracy=accuracy,
         tick_phase_ms=float(phase),
-        delay_backend=delay_backend,
     )
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _finite_number(value: object) -> float | None:
+    """The value as a float if it is a finite int or float (never a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
-def _check_arguments(
-    delay: object, iterations: object, hz: object, accuracy: Accuracy, backend: str
-) -> None:
-    if not _is_number(delay) or not math.isfinite(delay) or delay < 0:  # type: ignore[arg-type, operator]
+def _check_arguments(delay: object, iterations: object, hz: object, accuracy: Accuracy) -> None:
+    delay_ms = _finite_number(delay)
+    if delay_ms is None or delay_ms < 0:
         raise ModelInputError(
             f"one_way_delay_ms must be a number >= 0 (ms, one way), got {delay!r}"
         )
-    if delay > 60_000:  # type: ignore[operator]
+    if delay_ms > 60_000:
         raise ModelInputError(f"one_way_delay_ms must be at most 60000 ms, got {delay!r}")
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
         raise ModelInputError(f"iterations must be a whole number >= 1, got {iterations!r}")
@@ -126,13 +122,10 @@ def _check_arguments(
     if hz > 10_000:
         raise ModelInputError(f"hz must be at most 10000, got {hz!r}")
     for name in ("per_packet_delay_error_ms", "host_overhead_ms"):
-        value = getattr(accuracy, name)
-        if not _is_number(value) or not math.isfinite(value) or value < 0:
+        value: object = getattr(accuracy, name)
+        number = _finite_number(value)
+        if number is None or number < 0:
             raise ModelInputError(f"accuracy.{name} must be a number >= 0, got {value!r}")
-    if backend not in DELAY_BACKENDS:
-        raise ModelInputError(
-            f"delay_backend must be one of {', '.join(DELAY_BACKENDS)}, got {backend!r}"
-        )
 
 
 def _check_config(cfg: ScenarioConfig) -> None:

@@ -5,22 +5,23 @@ Rules:
   that data is delivered in order and exactly once); the matching Segment
   event in the timeline has the same `event_id`.
 - Env is the per-simulation context the endpoints use: the recorder, the
-  clocks, the delayed-ACK rules, the counters and the loop's callbacks. It
-  holds no global state; two simulations never share one.
+  clocks, the delayed-ACK rules, the counters and the loop's two callbacks
+  (put a wire on the link; run an action at a later instant). It holds no
+  global state; two simulations never share one.
+- This module knows nothing of sockets: the callbacks take plain values and
+  functions, so every module above can use Env without an import circle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tfolab.model.clock import JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.events import CookieInfo, Recorder, Side
 
-if TYPE_CHECKING:
-    from tfolab.model.endpoint import TcpEndpoint
+Action = Callable[[int], None]  # called with the instant (ns) it runs at
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,7 @@ class Env:
     rules: DelackRules
     counters: dict[str, int]
     transmit: Callable[[Wire, int], None]  # put a wire on the link, arriving at t
-    watch_timer: Callable[[TcpEndpoint, int], None]  # call on_timer at t
-    watch_release: Callable[[TcpEndpoint, int], None]  # call on_release at t
+    call_at: Callable[[int, Action], None]  # run the action at t (a timer's deadline)
 
     def count(self, name: str, counting: bool) -> None:
         if counting:

@@ -1,0 +1,112 @@
+"""When a scheduled ACK leaves: at once, or held on the socket's delayed-ACK timer.
+
+Rules (net/ipv4/tcp_input.c, tcp_output.c, tcp_timer.c; the decisions
+themselves are delack.py's, this module applies them to one socket):
+- `ack_snd_check` is __tcp_ack_snd_check, run after a segment's data and FIN
+  are processed: the ACK goes at once when delack.ack_now says so; otherwise
+  tcp_send_delayed_ack arms the timer (or keeps an earlier deadline), or
+  sends now when a pending timer is about to expire.
+- `arm` sets the timer on jiffies; it fires on a tick (clock.timer_fires_at).
+  Re-arming for the instant it already fires at records nothing new. The
+  loop is told the deadline (Env.call_at) and calls `fire` then; the timer
+  armed later or cancelled since (an ACK left: output._ack_sent) makes that
+  call a no-op.
+- `fire` is tcp_delack_timer_handler: it sends the ACK if one is still
+  scheduled, and leaves pingpong or doubles ato (delack.timer_fired).
+- Every armed timer says why it holds the ACK: the caller's reason, the FIN
+  the socket hopes to piggyback on (CLOSE_WAIT), interactive mode (pingpong),
+  or no quick ACK left.
+"""
+
+from __future__ import annotations
+
+from tfolab.model.output import send_ack
+from tfolab.model.sock import TcpSock
+from tfolab.model.state import TcpState
+from tfolab.model.wire import Wire
+
+
+def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
+    """__tcp_ack_snd_check after `wire` was processed: ACK now, or arm the timer."""
+    rules = sock.env.rules
+    why = rules.ack_now(sock.ack, sock.unacked_received_bytes)
+    cause = f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) arrived"
+    if why is not None:
+        send_ack(sock, now, f"ACK at once: {why}", cause, wire.event_id)
+        return
+    expiry = rules.delayed_ack_expiry(sock.ack, sock.jiffies(now), sock.srtt_jiffies())
+    if expiry is None:
+        send_ack(
+            sock, now, "ACK now: the delayed-ACK timer was about to expire", cause, wire.event_id
+        )
+        return
+    arm(sock, now, expiry, wire.event_id, cause)
+
+
+def arm(
+    sock: TcpSock, now: int, expiry: int, caused_by: int, cause: str, why: str | None = None
+) -> None:
+    """Arm the delayed-ACK timer for jiffies `expiry` (inet_csk_reset_xmit_timer, DACK)."""
+    env = sock.env
+    fire_ns = env.clock.timer_fires_at(expiry, now)
+    if fire_ns == sock.delack_fire_ns:
+        return
+    wait_ms = (fire_ns - now) / 1e6
+    if why is None:
+        ato_ms = env.clock.jiffies_to_ms(expiry - sock.jiffies(now))
+        why = _why_held(sock, ato_ms)
+    sock.delack_fire_ns = fire_ns
+    sock.delack_event = env.recorder.timer(
+        now,
+        fire_ns,
+        iteration=sock.iteration,
+        connection=sock.connection,
+        side=sock.side,
+        name="delack",
+        action="armed",
+        explanation=f"{why} (fires in {wait_ms:.1f} ms, on a tick)",
+        cause=cause,
+        caused_by=caused_by,
+    ).id
+    env.call_at(fire_ns, lambda t: fire(sock, t))
+
+
+def _why_held(sock: TcpSock, ato_ms: float) -> str:
+    if sock.state is TcpState.CLOSE_WAIT:
+        return f"ACK of the FIN held: {sock.side} hopes to send it with its own FIN"
+    if sock.env.rules.in_pingpong(sock.ack):
+        return (
+            f"ACK held: the {sock.side} is interactive and waits up to {ato_ms:.0f} ms "
+            "to piggyback it on a reply"
+        )
+    return f"ACK delayed: not in quick-ACK mode, the {sock.side} waits up to {ato_ms:.0f} ms"
+
+
+def fire(sock: TcpSock, now: int) -> None:
+    """tcp_delack_timer_handler, if the timer still fires at `now` (else a stale deadline)."""
+    if sock.delack_fire_ns != now:
+        return
+    sock.delack_fire_ns = None
+    what = sock.env.rules.timer_fired(sock.ack, sock.jiffies(now), sock.rto_jiffies())
+    fired = sock.env.recorder.timer(
+        now,
+        now,
+        iteration=sock.iteration,
+        connection=sock.connection,
+        side=sock.side,
+        name="delack",
+        action="fired",
+        explanation=f"delayed-ACK timer fired: {what}"
+        if what
+        else "delayed-ACK timer: nothing to do",
+        cause="the timer expired",
+        caused_by=sock.delack_event,
+    ).id
+    if what is not None:
+        send_ack(
+            sock,
+            now,
+            "the delayed ACK finally goes (sent by the timer)",
+            "the delayed-ACK timer fired",
+            fired,
+        )

@@ -1,0 +1,200 @@
+"""Sending: a segment onto the link, the ACK, queued data under Nagle and cork, the FIN.
+
+Rules (net/ipv4/tcp_output.c):
+- `transmit` is tcp_transmit_skb: every segment carries timestamps; a SYN or
+  SYN-ACK also the MSS (advmss), SACK permitted and window scale 7, and the
+  Fast Open option when there is one. A segment with the ACK flag carries
+  rcv_nxt and sets rcv_wup (tcp_event_ack_sent: it clears the scheduled ACK,
+  uses up a quick ACK and stops the delayed-ACK timer, which is recorded as
+  cancelled); a segment with data may make the socket interactive
+  (tcp_event_data_sent, see delack.py).
+- `push` is tcp_write_xmit: the unsent queue leaves in segments of at most
+  mss_cache bytes while the state allows data, each one tested by Nagle and
+  cork (nagle.py); a segment that ends a write carries PSH; a small segment
+  sent moves snd_sml (tcp_minshall_update). A retransmission of SYN data the
+  SYN-ACK did not acknowledge is forced through (TCP_NAGLE_PUSH) at once.
+- Once the queue is empty after close(), the FIN goes (tcp_send_fin) and the
+  state moves on SEND_FIN (state.py).
+- The link never loses a segment, so nothing is ever retransmitted on a timer.
+"""
+
+from __future__ import annotations
+
+from tfolab.model import nagle
+from tfolab.model.events import CookieInfo
+from tfolab.model.flights import Flight, ends_a_write, segment_name
+from tfolab.model.sock import TcpSock
+from tfolab.model.state import TcpEvent
+from tfolab.model.wire import Wire
+
+SYN_OPTIONS = ("sackOK", "TS", "wscale 7")  # after "mss N"
+
+
+def transmit(
+    sock: TcpSock,
+    now: int,
+    *,
+    flags: tuple[str, ...],
+    seq: int,
+    payload: bytes = b"",
+    what: str,
+    explanation: str,
+    cause: str,
+    caused_by: int | None,
+    cookie: CookieInfo | None = None,
+    mss_option: int | None = None,
+) -> int:
+    """Put one segment on the link and record it; returns the Segment event's id."""
+    env = sock.env
+    ack = sock.rcv_nxt if "ACK" in flags else None
+    if ack is not None:
+        sock.rcv_wup = sock.rcv_nxt
+    options: tuple[str, ...] = ("TS",)
+    if mss_option is not None:
+        options = (f"mss {mss_option}", *SYN_OPTIONS)
+    if cookie is not None:
+        options += (cookie.describe(),)
+    arrival = env.link.arrival(now)
+    event = env.recorder.segment(
+        iteration=sock.iteration,
+        connection=sock.connection,
+        sent_ns=now,
+        arrived_ns=arrival,
+        sender=sock.side,
+        flags=flags,
+        seq=seq,
+        ack=ack,
+        length=len(payload),
+        options=options,
+        cookie=cookie,
+        what=what,
+        explanation=explanation,
+        cause=cause,
+        caused_by=caused_by,
+    )
+    wire = Wire(
+        sock.side, sock.connection, flags, seq, ack, payload, cookie, mss_option, event.id, what
+    )
+    env.transmit(wire, arrival)
+    if ack is not None:
+        _ack_sent(sock, now, event.id, what)
+    if payload and env.rules.data_sent(sock.ack, sock.jiffies(now)):
+        sock.note(
+            now,
+            f"{sock.side} enters pingpong (interactive) mode: it sent data within ato of "
+            "receiving data, so from now on it delays its ACKs hoping to piggyback them",
+            event.id,
+            "tcp_event_data_sent",
+        )
+    return event.id
+
+
+def _ack_sent(sock: TcpSock, now: int, event_id: int, what: str) -> None:
+    """tcp_event_ack_sent: the ACK is out, so the delayed-ACK timer has nothing left to do."""
+    sock.env.rules.ack_sent(sock.ack)
+    if sock.delack_fire_ns is None:
+        return
+    sock.env.recorder.timer(
+        now,
+        sock.delack_fire_ns,
+        iteration=sock.iteration,
+        connection=sock.connection,
+        side=sock.side,
+        name="delack",
+        action="cancelled",
+        explanation=f"no delayed ACK needed: the {what} segment carries the ACK",
+        cause="an ACK left",
+        caused_by=event_id,
+    )
+    sock.delack_fire_ns = None
+
+
+def send_ack(sock: TcpSock, now: int, explanation: str, cause: str, caused_by: int | None) -> int:
+    """tcp_send_ack: an ACK-only segment."""
+    return transmit(
+        sock,
+        now,
+        flags=("ACK",),
+        seq=sock.snd_nxt,
+        what="ACK",
+        explanation=explanation,
+        cause=cause,
+        caused_by=caused_by,
+    )
+
+
+def push(
+    sock: TcpSock, now: int, *, cause: str, caused_by: int | None, force_first: bool = False
+) -> bool:
+    """tcp_write_xmit: send what Nagle/cork allow, then a requested FIN; True if anything left."""
+    sent = False
+    while sock.unsent and sock.can_send_data():
+        n = min(sock.mss_cache, len(sock.unsent))
+        last = n == len(sock.unsent)
+        mode = nagle.SendMode(sock.nodelay, sock.cork, sock.msg_more, force_first)
+        reason = nagle.hold_reason(
+            partial=n < sock.mss_cache,
+            last=last,
+            mode=mode,
+            packets_out=sock.packets_out,
+            snd_sml=sock.snd_sml,
+            snd_una=sock.snd_una,
+            snd_nxt=sock.snd_nxt,
+        )
+        if reason is not None:
+            if sock.held_note != sock.snd_nxt:
+                sock.held_note = sock.snd_nxt
+                name = segment_name(sock.marks, sock.snd_nxt, sock.snd_nxt + n)
+                sock.note(now, f"{name} ({n} B) waits: {reason}", caused_by, cause)
+            break
+        payload = bytes(sock.unsent[:n])
+        del sock.unsent[:n]
+        seq = sock.snd_nxt
+        sock.snd_nxt += n
+        name = segment_name(sock.marks, seq, seq + n)
+        if force_first:
+            why = f"{name}: sent again at once, the SYN-ACK did not acknowledge the SYN data"
+        elif sock.held_note == seq:
+            why = f"{name} leaves now: {cause}"
+        else:
+            why = f"{name} ({n} B) leaves at once"
+        flags = ("ACK", "PSH") if last or ends_a_write(sock.marks, seq + n) else ("ACK",)
+        event_id = transmit(
+            sock,
+            now,
+            flags=flags,
+            seq=seq,
+            payload=payload,
+            what=name,
+            explanation=why,
+            cause=cause,
+            caused_by=caused_by,
+        )
+        sock.flights.append(Flight(seq, seq + n, now, force_first, event_id))
+        if n < sock.mss_cache and not force_first:
+            sock.snd_sml = seq + n  # tcp_minshall_update
+        force_first = False
+        sent = True
+    if not sock.unsent and sock.fin_requested and not sock.fin_sent:
+        _send_fin(sock, now, cause, caused_by)
+        sent = True
+    return sent
+
+
+def _send_fin(sock: TcpSock, now: int, cause: str, caused_by: int | None) -> None:
+    """tcp_send_fin, with tcp_close_state's move (FIN_WAIT1 or LAST_ACK)."""
+    seq = sock.snd_nxt
+    sock.snd_nxt += 1
+    sock.fin_sent = True
+    sock.move(TcpEvent.SEND_FIN)
+    event_id = transmit(
+        sock,
+        now,
+        flags=("FIN", "ACK"),
+        seq=seq,
+        what="FIN",
+        explanation=f"close(): the {sock.side}'s FIN (not on the headline's path)",
+        cause=cause,
+        caused_by=caused_by,
+    )
+    sock.flights.append(Flight(seq, seq + 1, now, False, event_id, data=False))

@@ -1,0 +1,164 @@
+"""One TCP socket's state as a record (the kernel's struct tcp_sock), and its small helpers.
+
+Rules:
+- This is data plus derived values. The behaviour lives in functions that
+  take the record, the way the kernel's tcp_*() functions take a struct sock:
+  output.py (sending), receive.py (a segment arrives), handshake.py (SYN,
+  SYN-ACK, Fast Open), delack_timer.py (the ACK decision and its timer).
+  endpoint.py wraps them into the socket the applications and the loop use.
+- h11/aioquic style: every helper takes `now` (integer ns); the socket never
+  looks at a clock of its own. Its one timer is a deadline the loop watches.
+- Relative sequence numbers: each side's ISN is 0, the SYN and the FIN take
+  one number each, data starts at 1.
+- `state` changes only through `move()`, which asks the transition table in
+  state.py. A server socket starts in LISTEN (it stands for the listener
+  until the SYN makes it the child), a client socket in CLOSED.
+- MSS: ipv4_default_advmss() caps the path MTU at IPV4_MAX_PMTU (65535), so
+  loopback's 65536 gives an MSS option of 65495; with timestamps on every
+  segment the MSS in use (mss_cache, `ss -i`'s mss) is TS_OPTION_BYTES less,
+  65483, and a smaller MSS option from the peer lowers it (tcp_sync_mss).
+- RTT and RTO: a simplified tcp_rtt_estimator (srtt, rttvar) and __tcp_set_rto
+  (srtt + max(4 rttvar, TCP_RTO_MIN); TCP_TIMEOUT_INIT before any sample).
+"""
+
+from __future__ import annotations
+
+from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
+from tfolab.model.events import Side
+from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
+from tfolab.model.flights import Flight, WriteMark
+from tfolab.model.state import SENDS_DATA, TcpEvent, TcpState, next_state
+from tfolab.model.wire import Env
+
+IPV4_MAX_PMTU = 65535
+IPV4_TCP_HEADERS = 40  # 20 B IPv4 + 20 B TCP, without options
+TS_OPTION_BYTES = 12  # the timestamps option, on every segment
+RTO_MIN_NS = 200_000_000  # TCP_RTO_MIN
+RTO_INIT_NS = 1_000_000_000  # TCP_TIMEOUT_INIT
+
+
+class TcpSock:
+    """Everything one socket knows; see the module docstring for who changes what."""
+
+    def __init__(
+        self,
+        env: Env,
+        *,
+        side: Side,
+        connection: int,
+        iteration: int,
+        mtu: int,
+        nodelay: bool = False,
+        counting: bool = True,
+    ) -> None:
+        self.env = env
+        self.side: Side = side
+        self.connection = connection
+        self.iteration = iteration  # labels the events; the scripts move it on per round
+        self.counting = counting  # False on the unmeasured warm-up: no TcpExt counters
+        self.state = TcpState.LISTEN if side == "server" else TcpState.CLOSED
+        self.advmss = min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS
+        self.mss_cache = self.advmss - TS_OPTION_BYTES
+        # the send side
+        self.nodelay = nodelay
+        self.cork = False
+        self.msg_more = False
+        self.snd_una = 0
+        self.snd_nxt = 0
+        self.snd_sml = 0  # the end of the last small segment sent (tcp_minshall_update)
+        self.write_seq = 1  # the sequence number of the next byte the app writes
+        self.unsent = bytearray()
+        self.marks: list[WriteMark] = []
+        self.flights: list[Flight] = []
+        self.fin_requested = False
+        self.fin_sent = False
+        self.srtt_ns: int | None = None
+        self.rttvar_ns = 0
+        self.held_note: int | None = None  # snd_nxt for which a hold was already explained
+        # the receive side
+        self.rcv_nxt = 0
+        self.rcv_wup = 0  # rcv_nxt when the last ACK left
+        self.rcv_buf = bytearray()
+        self.delivered = bytearray()  # everything the application has read, in order
+        self.fin_received = False
+        rcv_mss = max(min(self.advmss, 65535 // 2, TCP_MSS_DEFAULT), TCP_MIN_MSS)
+        self.ack = AckState(rcv_mss=rcv_mss)
+        self.delack_fire_ns: int | None = None  # when the armed delayed-ACK timer fires
+        self.delack_event: int | None = None  # the Timer event that armed it
+        # the handshake and Fast Open
+        self.syn_plan: SynPlan | None = None  # client: what its SYN carried
+        self.cookie_cache: CookieCache | None = None  # client: its tcp_metrics entry
+        self.syn_data = b""  # client: the data its SYN carried
+        self.write_pending = False  # client: a blocking sendto()/write() waits (sk_write_pending)
+        self.tfo_child = False  # server: made from a SYN whose data was accepted
+        self.fastopen_queue: FastOpenServer | None = None  # server: the listener's TFO queue
+
+    # ------------------------------------------------------------ state
+    def move(self, event: TcpEvent) -> TcpState:
+        """The one place a state changes: the table decides (state.py)."""
+        self.state = next_state(self.state, event)
+        return self.state
+
+    def can_send_data(self) -> bool:
+        return self.state in SENDS_DATA
+
+    def clamp_mss(self, peer_mss_option: int) -> None:
+        """tcp_sync_mss: the peer's MSS option lowers the MSS in use."""
+        self.mss_cache = min(self.advmss, peer_mss_option) - TS_OPTION_BYTES
+
+    @property
+    def packets_out(self) -> int:
+        return len(self.flights)
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.rcv_buf) or self.fin_received
+
+    @property
+    def unacked_received_bytes(self) -> int:
+        """Bytes received since the last ACK left (rcv_nxt - rcv_wup)."""
+        return self.rcv_nxt - self.rcv_wup
+
+    def next_deadline(self) -> int | None:
+        """The next instant (ns) this socket needs its timer handler run, if any."""
+        return self.delack_fire_ns
+
+    # ------------------------------------------------------------ time
+    def jiffies(self, now: int) -> int:
+        return self.env.clock.jiffies(now)
+
+    def rto_jiffies(self) -> int:
+        if self.srtt_ns is None:
+            rto = RTO_INIT_NS
+        else:
+            rto = self.srtt_ns + max(4 * self.rttvar_ns, RTO_MIN_NS)
+        return self.env.clock.ns_to_jiffies_up(rto)
+
+    def srtt_jiffies(self) -> int | None:
+        if self.srtt_ns is None:
+            return None
+        return self.env.clock.ns_to_jiffies_up(self.srtt_ns)
+
+    def rtt_sample(self, sample_ns: int) -> None:
+        if self.srtt_ns is None:
+            self.srtt_ns, self.rttvar_ns = sample_ns, sample_ns // 2
+        else:
+            self.rttvar_ns = (3 * self.rttvar_ns + abs(self.srtt_ns - sample_ns)) // 4
+            self.srtt_ns = (7 * self.srtt_ns + sample_ns) // 8
+
+    # ------------------------------------------------------------ the timeline
+    def note(self, now: int, text: str, caused_by: int | None = None, cause: str = "") -> int:
+        """Record a Note on this socket's connection and side; returns its id."""
+        return self.env.recorder.note(
+            now,
+            iteration=self.iteration,
+            connection=self.connection,
+            side=self.side,
+            text=text,
+            cause=cause,
+            caused_by=caused_by,
+        ).id
+
+    def count(self, counter: str) -> None:
+        """Bump a TcpExt counter, unless this is the unmeasured warm-up."""
+        self.env.count(counter, self.counting)
