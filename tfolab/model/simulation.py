@@ -19,7 +19,7 @@ from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Event
 from tfolab.model.loop import World
 from tfolab.model.predict import Accuracy, IterationPrediction, predict
-from tfolab.model.scenario import ScenarioConfig
+from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
 
 DEFAULT_TICK_PHASE = 0.3  # of a tick
 DEFAULT_ACCURACY = Accuracy()
@@ -109,12 +109,14 @@ def _check_arguments(delay: object, iterations: object, hz: object, accuracy: Ac
         raise ModelInputError(
             f"one_way_delay_ms must be a number >= 0 (ms, one way), got {delay!r}"
         )
-    if delay_ms > 60_000:
-        raise ModelInputError(f"one_way_delay_ms must be at most 60000 ms, got {delay!r}")
+    if delay_ms > MAX_DELAY_MS:
+        raise ModelInputError(
+            f"one_way_delay_ms must be at most {MAX_DELAY_MS:g} ms, got {delay!r}"
+        )
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
         raise ModelInputError(f"iterations must be a whole number >= 1, got {iterations!r}")
-    if iterations > 10_000:
-        raise ModelInputError(f"iterations must be at most 10000, got {iterations!r}")
+    if iterations > MAX_ITERATIONS:
+        raise ModelInputError(f"iterations must be at most {MAX_ITERATIONS}, got {iterations!r}")
     if not isinstance(hz, int) or isinstance(hz, bool) or hz <= 0:
         raise ModelInputError(
             f"hz must be a positive whole number (100, 250, 300, 1000), got {hz!r}"
@@ -129,47 +131,10 @@ def _check_arguments(delay: object, iterations: object, hz: object, accuracy: Ac
 
 
 def _check_config(cfg: ScenarioConfig) -> None:
+    """The scenario's own rules (ScenarioConfig.check), as the model's input error."""
     if not isinstance(cfg, ScenarioConfig):
         raise ModelInputError(f"config must be a ScenarioConfig, got {type(cfg).__name__}")
-    if cfg.pattern not in ("rr", "wwr"):
-        raise ModelInputError(f"pattern must be rr or wwr, got {cfg.pattern!r}")
-    if cfg.client_fastopen not in ("off", "sendto", "connect"):
-        raise ModelInputError(
-            f"client_fastopen must be off, sendto or connect, got {cfg.client_fastopen!r}"
-        )
-    if cfg.cookie_cache not in ("flush", "warm", "keep"):
-        raise ModelInputError(f"cookie_cache must be flush, warm or keep, got {cfg.cookie_cache!r}")
-    if cfg.pattern == "rr" and cfg.request_bytes < 1:
-        raise ModelInputError(
-            f"request_bytes must be at least 1 (the line's newline), got {cfg.request_bytes}"
-        )
-    if cfg.request_bytes > 1_000_000:
-        raise ModelInputError(f"request_bytes must be at most 1000000, got {cfg.request_bytes}")
-    if cfg.pattern == "wwr":
-        if cfg.first_write_bytes < 1 or cfg.second_write_bytes < 1:
-            raise ModelInputError(
-                "first_write_bytes and second_write_bytes must both be at least 1 "
-                f"(got {cfg.first_write_bytes} and {cfg.second_write_bytes})"
-            )
-        if cfg.first_write_bytes + cfg.second_write_bytes > 1_000_000:
-            raise ModelInputError("first_write_bytes + second_write_bytes must be at most 1000000")
-        if cfg.client_fastopen != "off":
-            raise ModelInputError("the wwr pattern is modelled with client_fastopen off only")
-    if cfg.single_write and cfg.msg_more:
-        raise ModelInputError(
-            "single_write and msg_more do not combine: MSG_MORE needs a second write"
-        )
-    if cfg.client_fastopen != "off" and not cfg.fastopen_sysctl & 0x1:
-        raise ModelInputError(
-            f"client_fastopen={cfg.client_fastopen} needs bit 0x1 in fastopen_sysctl "
-            f"(got {cfg.fastopen_sysctl:#x}): without it the kernel answers EOPNOTSUPP"
-        )
-    if not 128 <= cfg.mtu <= 65536:
-        raise ModelInputError(f"mtu must be between 128 and 65536, got {cfg.mtu}")
-    if not 1 <= cfg.pingpong_thresh <= 255:
-        raise ModelInputError(
-            f"pingpong_thresh must be between 1 and 255, got {cfg.pingpong_thresh}"
-        )
-    for name in ("server_fastopen_qlen", "fastopen_sysctl", "rotate_key_before_iteration"):
-        if getattr(cfg, name) < 0:
-            raise ModelInputError(f"{name} cannot be negative, got {getattr(cfg, name)}")
+    try:
+        cfg.check()
+    except SettingError as err:
+        raise ModelInputError(str(err)) from None
