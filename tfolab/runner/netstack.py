@@ -67,13 +67,17 @@ def counter_deltas(before: dict[str, int], after: dict[str, int]) -> dict[str, i
 def flush_cookie_cache() -> bool:
     """Forget every cached TFO cookie (tcp_metrics) in this namespace.
 
-    False where the kernel refuses: tcp_metrics' netlink family wants
-    CAP_NET_ADMIN in the initial user namespace, so a lab running in a user
-    namespace cannot flush (the runner then uses a fresh destination address).
+    False where it cannot: tcp_metrics' netlink family wants CAP_NET_ADMIN in
+    the initial user namespace, so a lab running in a user namespace cannot
+    flush, and a machine without iproute2's `ip` has no way to ask. The runner
+    then uses a fresh destination address, whose cache entry is empty.
     """
-    done = subprocess.run(
-        ["ip", "tcp_metrics", "flush", "all"], check=False, capture_output=True, timeout=5
-    )
+    try:
+        done = subprocess.run(
+            ["ip", "tcp_metrics", "flush", "all"], check=False, capture_output=True, timeout=5
+        )
+    except FileNotFoundError:
+        return False
     return done.returncode == 0
 
 
