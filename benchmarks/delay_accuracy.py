@@ -50,7 +50,6 @@ import statistics
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -59,7 +58,6 @@ from tfolab.runner.backends.nfrule import RuleRefused, install_rule
 from tfolab.runner.netns import set_loopback
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCE = REPO / "native" / "delay" / "tfo_delay.c"
 QUEUE = 0
 RECEIVER_RT_PRIORITY = 5
 PAYLOAD = struct.Struct("!Iqq")  # seq, send CLOCK_MONOTONIC ns, send CLOCK_REALTIME ns
@@ -71,32 +69,16 @@ SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 # --------------------------------------------------------------------------- binary
 
 
-def find_binary(explicit: str | None, workdir: Path) -> str:
-    """--binary, else the installed package's tfo-delay, else compile the source."""
+def find_binary(explicit: str | None) -> str:
+    """--binary, else the installed package's tfo-delay (the one the runner uses)."""
     if explicit:
         return explicit
-    with contextlib.suppress(ImportError, ModuleNotFoundError, FileNotFoundError, TypeError):
-        from importlib.resources import files
+    from tfolab.core import native
 
-        installed = files("tfolab._native") / "tfo-delay"
-        if installed.is_file() and os.access(str(installed), os.X_OK):
-            return str(installed)
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        sys.exit(
-            "delay_accuracy: tfo-delay is not installed and there is no cc to build it; "
-            "install tfolab or pass --binary"
-        )
-    out = workdir / "tfo-delay"
-    build = subprocess.run(
-        [compiler, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(SOURCE)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if build.returncode != 0:
-        sys.exit(f"delay_accuracy: compiling {SOURCE} failed:\n{build.stderr}")
-    return str(out)
+    path = native.optional_executable("tfo-delay")
+    if path is None:
+        sys.exit("delay_accuracy: tfo-delay is not built; pip install -e . first, or pass --binary")
+    return path
 
 
 # --------------------------------------------------------------------------- namespace side
@@ -353,39 +335,38 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print(
             "delay_accuracy: needs root (network namespace, iptables, NFQUEUE): "
-            "sudo python benchmarks/delay_accuracy.py",
+            "python benchmarks/delay_accuracy.py as root",
             file=sys.stderr,
         )
         return 2
     if shutil.which("unshare") is None:
         print("delay_accuracy: needs unshare (util-linux)", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="tfo-delay-bench-") as work:
-        binary = find_binary(args.binary, Path(work))
-        budget = 60 + args.delay_ms / 1e3 + args.packets * (args.interval_ms / 1e3 + 0.001)
-        inner = subprocess.run(
-            [
-                "unshare",
-                "--net",
-                "--",
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--inside-namespace",
-                "--binary",
-                binary,
-                "--delay-ms",
-                repr(args.delay_ms),
-                "--packets",
-                str(args.packets),
-                "--burst",
-                str(args.burst),
-                "--interval-ms",
-                repr(args.interval_ms),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=budget,
-        )
+    binary = find_binary(args.binary)
+    budget = 60 + args.delay_ms / 1e3 + args.packets * (args.interval_ms / 1e3 + 0.001)
+    inner = subprocess.run(
+        [
+            "unshare",
+            "--net",
+            "--",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--inside-namespace",
+            "--binary",
+            binary,
+            "--delay-ms",
+            repr(args.delay_ms),
+            "--packets",
+            str(args.packets),
+            "--burst",
+            str(args.burst),
+            "--interval-ms",
+            repr(args.interval_ms),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=budget,
+    )
     if inner.returncode != 0 or not inner.stdout.strip():
         print(
             f"delay_accuracy: the measurement failed: {inner.stderr.strip()[-500:]}",

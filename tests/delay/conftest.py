@@ -1,10 +1,11 @@
 """Fixtures for the tfo-delay tests: the binary, and a machine that can run it.
 
 The binary is the installed package's ``tfolab/_native/tfo-delay`` when there
-is one (preferred: it is what the runner uses), else native/delay/tfo_delay.c
-compiled with the system cc into a temporary directory, with the project's
-warning flags.  Tests that need root, network namespaces and NFQUEUE ask for
-``nfqueue_netns`` and are skipped with the reason elsewhere.
+is one (preferred: it is what the runner uses), else native/delay/*.c (with
+the shared argument parser, native/src/cli/args.c) compiled with the system cc
+into a temporary directory, with the project's warning flags.  Tests that
+need root, network namespaces and NFQUEUE ask for ``nfqueue_netns`` and are
+skipped with the reason elsewhere.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE.parent.parent / "native" / "delay" / "tfo_delay.c"
+NATIVE = HERE.parent.parent / "native"
+SOURCE = NATIVE / "delay" / "tfo_delay.c"  # main(); the other files sit beside it
+ARGS_DIR = NATIVE / "src" / "cli"  # args.c, args.h: the parser all executables share
 SCENARIOS = HERE / "ns_scenarios.py"
 WARNINGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wshadow"]
 
@@ -41,8 +44,9 @@ def compile_binary(out: Path, *flags: str) -> str:
         pytest.skip("tfo-delay is not installed and there is no C compiler to build it")
     if not SOURCE.is_file():
         pytest.skip(f"tfo-delay is not installed and {SOURCE} is not here to build it")
+    sources = [*sorted(SOURCE.parent.glob("*.c")), ARGS_DIR / "args.c"]
     build = subprocess.run(
-        [compiler, *WARNINGS, *flags, "-o", str(out), str(SOURCE)],
+        [compiler, *WARNINGS, *flags, f"-I{ARGS_DIR}", "-o", str(out), *map(str, sources)],
         capture_output=True,
         text=True,
         timeout=180,

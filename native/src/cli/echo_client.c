@@ -81,60 +81,98 @@ static void parse_connect(struct args *a, const char *v, struct tfl_client_confi
     cfg->port = (int32_t)args_long(a, "--connect port", colon + 1, 1, 65535);
 }
 
+enum { OPT_CONNECT, OPT_TFO, OPT_TFO_CONNECT, OPT_PATTERN, OPT_NODELAY, OPT_CORK,
+       OPT_MSG_MORE, OPT_SINGLE_WRITE, OPT_PAYLOAD, OPT_FIRST_WRITE, OPT_SECOND_WRITE,
+       OPT_ITERATIONS, OPT_CONNECTIONS, OPT_TIMEOUT_MS, OPT_JSON };
+
+static const struct args_option options[] = {
+    {"--help", ARGS_FLAG, NULL, ARGS_HELP},
+    {"-h", ARGS_FLAG, NULL, ARGS_HELP},
+    {"--connect", ARGS_VALUE, "127.0.0.1:5000", OPT_CONNECT},
+    {"--tfo", ARGS_FLAG, NULL, OPT_TFO},
+    {"--tfo-connect", ARGS_FLAG, NULL, OPT_TFO_CONNECT},
+    {"--pattern", ARGS_VALUE, "wwr", OPT_PATTERN},
+    {"--nodelay", ARGS_FLAG, NULL, OPT_NODELAY},
+    {"--cork", ARGS_FLAG, NULL, OPT_CORK},
+    {"--msg-more", ARGS_FLAG, NULL, OPT_MSG_MORE},
+    {"--single-write", ARGS_FLAG, NULL, OPT_SINGLE_WRITE},
+    {"--payload", ARGS_VALUE, "100", OPT_PAYLOAD},
+    {"--first-write", ARGS_VALUE, "10", OPT_FIRST_WRITE},
+    {"--second-write", ARGS_VALUE, "6", OPT_SECOND_WRITE},
+    {"--iterations", ARGS_VALUE, "5", OPT_ITERATIONS},
+    {"--connections", ARGS_VALUE, "2", OPT_CONNECTIONS},
+    {"--timeout-ms", ARGS_VALUE, "1000", OPT_TIMEOUT_MS},
+    {"--json", ARGS_FLAG, NULL, OPT_JSON},
+    {NULL, ARGS_FLAG, NULL, 0},
+};
+
 static void parse(int argc, char **argv, struct tfl_client_config *cfg, int *json)
 {
-    struct args a = {.prog = "tfo-echo-client", .argc = argc, .argv = argv};
+    struct args a = {.prog = "tfo-echo-client", .usage = usage, .dialect = ARGS_DIALECT_ECHO,
+                     .options = options, .argc = argc, .argv = argv};
     struct given g = {0};
     int have_connect = 0, tfo = 0, tfo_connect = 0;
     const char *v;
-    for (a.i = 1; a.i < argc; a.i++) {
-        if (args_is_flag(&a, "--help") || strcmp(argv[a.i], "-h") == 0) {
-            fputs(usage, stdout);
-            exit(ferror(stdout) || fflush(stdout) != 0 ? 1 : 0);
-        } else if (args_is_value(&a, "--connect", "127.0.0.1:5000", &v)) {
+    int id;
+    while ((id = args_next(&a, &v)) != ARGS_END) {
+        switch (id) {
+        case OPT_CONNECT:
             parse_connect(&a, v, cfg);
             have_connect = 1;
-        } else if (args_is_flag(&a, "--tfo")) {
+            break;
+        case OPT_TFO:
             tfo = 1;
-        } else if (args_is_flag(&a, "--tfo-connect")) {
+            break;
+        case OPT_TFO_CONNECT:
             tfo_connect = 1;
-        } else if (args_is_value(&a, "--pattern", "wwr", &v)) {
+            break;
+        case OPT_PATTERN:
             if (strcmp(v, "rr") == 0)
                 cfg->pattern = TFL_PATTERN_RR;
             else if (strcmp(v, "wwr") == 0)
                 cfg->pattern = TFL_PATTERN_WWR;
             else
                 args_fail(&a, "--pattern '%.40s' is not a pattern: use rr or wwr", v);
-        } else if (args_is_flag(&a, "--nodelay")) {
+            break;
+        case OPT_NODELAY:
             cfg->nodelay = 1;
-        } else if (args_is_flag(&a, "--cork")) {
+            break;
+        case OPT_CORK:
             cfg->cork = g.cork = 1;
-        } else if (args_is_flag(&a, "--msg-more")) {
+            break;
+        case OPT_MSG_MORE:
             cfg->msg_more = g.msg_more = 1;
-        } else if (args_is_flag(&a, "--single-write")) {
+            break;
+        case OPT_SINGLE_WRITE:
             cfg->single_write = g.single_write = 1;
-        } else if (args_is_value(&a, "--payload", "100", &v)) {
+            break;
+        case OPT_PAYLOAD:
             cfg->payload_bytes = (int32_t)args_long(&a, "--payload", v, 1, TFL_MAX_PAYLOAD);
             g.payload = 1;
-        } else if (args_is_value(&a, "--first-write", "10", &v)) {
+            break;
+        case OPT_FIRST_WRITE:
             cfg->first_write_bytes =
                 (int32_t)args_long(&a, "--first-write", v, 1, TFL_MAX_PAYLOAD - 1);
             g.first = 1;
-        } else if (args_is_value(&a, "--second-write", "6", &v)) {
+            break;
+        case OPT_SECOND_WRITE:
             cfg->second_write_bytes =
                 (int32_t)args_long(&a, "--second-write", v, 1, TFL_MAX_PAYLOAD - 1);
             g.second = 1;
-        } else if (args_is_value(&a, "--iterations", "5", &v)) {
+            break;
+        case OPT_ITERATIONS:
             cfg->iterations = (int32_t)args_long(&a, "--iterations", v, 1, TFL_MAX_ITERATIONS);
-        } else if (args_is_value(&a, "--connections", "2", &v)) {
+            break;
+        case OPT_CONNECTIONS:
             cfg->connections =
                 (int32_t)args_long(&a, "--connections", v, 1, TFL_MAX_CONNECTIONS);
-        } else if (args_is_value(&a, "--timeout-ms", "1000", &v)) {
+            break;
+        case OPT_TIMEOUT_MS:
             cfg->timeout_ms = (int32_t)args_long(&a, "--timeout-ms", v, 1, TFL_MAX_TIMEOUT_MS);
-        } else if (args_is_flag(&a, "--json")) {
+            break;
+        case OPT_JSON:
             *json = 1;
-        } else {
-            args_unknown(&a);
+            break;
         }
     }
     if (!have_connect)

@@ -44,24 +44,44 @@ static const char usage[] =
     "exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad input or port in use\n"
     "example: tfo-echo-server --port 5000 --tfo 16 --mode line\n";
 
+enum { OPT_BIND, OPT_PORT, OPT_TFO, OPT_MODE, OPT_QUICKACK, OPT_NODELAY, OPT_MAX_CONNS,
+       OPT_DIE_WITH_PARENT };
+
+static const struct args_option options[] = {
+    {"--help", ARGS_FLAG, NULL, ARGS_HELP},
+    {"-h", ARGS_FLAG, NULL, ARGS_HELP},
+    {"--bind", ARGS_VALUE, "127.0.0.1", OPT_BIND},
+    {"--port", ARGS_VALUE, "5000", OPT_PORT},
+    {"--tfo", ARGS_VALUE, "16", OPT_TFO},
+    {"--mode", ARGS_VALUE, "line", OPT_MODE},
+    {"--quickack", ARGS_FLAG, NULL, OPT_QUICKACK},
+    {"--nodelay", ARGS_FLAG, NULL, OPT_NODELAY},
+    {"--max-conns", ARGS_VALUE, "10", OPT_MAX_CONNS},
+    {"--die-with-parent", ARGS_FLAG, NULL, OPT_DIE_WITH_PARENT},
+    {NULL, ARGS_FLAG, NULL, 0},
+};
+
 static void parse(int argc, char **argv, struct tfl_server_config *cfg, int *die_with_parent)
 {
-    struct args a = {.prog = "tfo-echo-server", .argc = argc, .argv = argv};
+    struct args a = {.prog = "tfo-echo-server", .usage = usage, .dialect = ARGS_DIALECT_ECHO,
+                     .options = options, .argc = argc, .argv = argv};
     const char *v;
-    for (a.i = 1; a.i < argc; a.i++) {
-        if (args_is_flag(&a, "--help") || strcmp(argv[a.i], "-h") == 0) {
-            fputs(usage, stdout);
-            exit(ferror(stdout) || fflush(stdout) != 0 ? 1 : 0);
-        } else if (args_is_value(&a, "--bind", "127.0.0.1", &v)) {
+    int id;
+    while ((id = args_next(&a, &v)) != ARGS_END) {
+        switch (id) {
+        case OPT_BIND:
             if (strlen(v) >= sizeof cfg->bind_addr)
                 args_fail(&a, "--bind '%.40s...' is too long: give an address such as 127.0.0.1",
                           v);
             strcpy(cfg->bind_addr, v); /* length checked above */
-        } else if (args_is_value(&a, "--port", "5000", &v)) {
+            break;
+        case OPT_PORT:
             cfg->port = (int32_t)args_long(&a, "--port", v, 0, 65535);
-        } else if (args_is_value(&a, "--tfo", "16", &v)) {
+            break;
+        case OPT_TFO:
             cfg->tfo_qlen = (int32_t)args_long(&a, "--tfo", v, 0, 1000000);
-        } else if (args_is_value(&a, "--mode", "line", &v)) {
+            break;
+        case OPT_MODE:
             if (strcmp(v, "echo") == 0)
                 cfg->mode = TFL_MODE_ECHO;
             else if (strcmp(v, "line") == 0)
@@ -70,16 +90,19 @@ static void parse(int argc, char **argv, struct tfl_server_config *cfg, int *die
                 cfg->mode = TFL_MODE_HTTP;
             else
                 args_fail(&a, "--mode '%.40s' is not a mode: use echo, line or http", v);
-        } else if (args_is_flag(&a, "--quickack")) {
+            break;
+        case OPT_QUICKACK:
             cfg->quickack = 1;
-        } else if (args_is_flag(&a, "--nodelay")) {
+            break;
+        case OPT_NODELAY:
             cfg->nodelay = 1;
-        } else if (args_is_value(&a, "--max-conns", "10", &v)) {
+            break;
+        case OPT_MAX_CONNS:
             cfg->max_conns = (int32_t)args_long(&a, "--max-conns", v, 0, 1000000000);
-        } else if (args_is_flag(&a, "--die-with-parent")) {
+            break;
+        case OPT_DIE_WITH_PARENT:
             *die_with_parent = 1;
-        } else {
-            args_unknown(&a);
+            break;
         }
     }
 }

@@ -1,0 +1,198 @@
+/*
+ * options.c - tfo-delay's command line, on the parser every tfolab program
+ * shares (src/cli/args.h).  Its messages are the ones tfo-delay has always
+ * printed (ARGS_DIALECT_DELAY); the values are checked here, strictly:
+ * digits only, no signs, exponents, hex, inf or nan.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "args.h"
+#include "tfo_delay.h"
+
+#define MAX_DELAY_MS 3600000LL          /* one hour: anything longer is a typo */
+#define DEFAULT_MAX_QUEUE 65536u
+#define MAX_MAX_QUEUE (1u << 22)
+#define DEFAULT_RT_PRIORITY 10
+
+static const char usage[] =
+"Usage: " PROG " --queue N --delay-ms D [--max-queue LEN] [--die-with-parent]\n"
+"                 [--stats-json] [--fail-open] [--rt-priority P]\n"
+"\n"
+"Delays every packet of nfnetlink queue N by D milliseconds (one-way delay,\n"
+"RTT = 2 x D when both directions pass the queue), then accepts it.  A stand-in\n"
+"for 'tc qdisc add dev lo root netem delay Dms' where sch_netem is missing.\n"
+"Packets reach the queue through an iptables rule, for example:\n"
+"  iptables -A OUTPUT -o lo -p tcp -j NFQUEUE --queue-num N --queue-bypass\n"
+"(--queue-bypass lets traffic flow undelayed when no delayer is bound).\n"
+"\n"
+"Options (each also accepted as --option=VALUE):\n"
+"  --queue N          queue number to bind, 0..65535 (iptables --queue-num).\n"
+"  --delay-ms D       delay in milliseconds, decimal, >= 0 and <= 3600000,\n"
+"                     fractional allowed with nanosecond resolution (0.5, 12.25);\n"
+"                     0 accepts each packet at once.\n"
+"  --max-queue LEN    most packets held at once, 1..4194304 (default 65536).\n"
+"                     Also the kernel queue length: beyond it the kernel drops\n"
+"                     (or, with --fail-open, accepts undelayed) new packets.\n"
+"  --die-with-parent  receive SIGTERM when the parent process (thread) exits.\n"
+"  --stats-json       at exit also print the statistics as one JSON line on stdout.\n"
+"  --fail-open        when the kernel queue is full or this socket's buffer\n"
+"                     overflows, let packets through undelayed instead of\n"
+"                     dropping them (NFQA_CFG_F_FAIL_OPEN).  Off by default: an\n"
+"                     undelayed packet would silently distort a measurement.\n"
+"  --rt-priority P    run SCHED_FIFO at priority P, 1..99 (default 10), so the\n"
+"                     delayer wakes on time even when the lab's processes keep\n"
+"                     every CPU busy (netem's timers run in softirq context,\n"
+"                     ahead of any process).  0 keeps the normal scheduler.\n"
+"                     Without CAP_SYS_NICE it quietly keeps the normal one; the\n"
+"                     JSON statistics say which (\"sched\").\n"
+"  --help             show this help and exit.\n"
+"\n"
+"Protocol: prints READY on stdout once the queue is bound.  SIGTERM, SIGINT or\n"
+"SIGHUP accepts the packets still held, unbinds and prints one statistics line\n"
+"on stderr:\n"
+"  " PROG ": queue N delay D ms: packets P, max queue depth M, enobufs E, lost L,\n"
+"  released at exit R, lateness us median A p99 B max C\n"
+"lateness = verdict time - due time (due = read time + D); lost = packets whose\n"
+"queue message never arrived (ENOBUFS overruns).  JSON keys: queue, delay_ms,\n"
+"packets, max_queue_depth, enobufs, lost, released_at_exit, verdict_errors,\n"
+"kernel_queue_dropped, kernel_user_dropped, late_median_us, late_p99_us,\n"
+"late_max_us, sched.\n"
+"\n"
+"Needs CAP_NET_ADMIN in the network namespace of the queue (root there).\n"
+"Exit status: 0 after a signal, 1 on a failure while running, 2 on bad input\n"
+"or an environment that cannot work (one line on stderr says why and the fix).\n";
+
+/* Decimal unsigned integer, digits only (no sign, no spaces, no hex). */
+static bool parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (*s == '\0')
+        return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+        if (v > max)
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+/*
+ * Milliseconds as a plain decimal ("10", "0.5", ".25", "12.") converted to
+ * nanoseconds with integer arithmetic; digits beyond the nanosecond are
+ * rounded.  Signs, exponents, hex, inf and nan are refused.
+ */
+static bool parse_delay_ms(const char *s, int64_t *out_ns)
+{
+    int64_t whole = 0, frac_ns = 0, scale = 100000; /* first decimal = 100000 ns */
+    bool digits = false, round_up = false, seen_round_digit = false;
+    const char *p = s;
+
+    for (; *p >= '0' && *p <= '9'; p++) {
+        whole = whole * 10 + (*p - '0');
+        digits = true;
+        if (whole > MAX_DELAY_MS)
+            return false;
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+            digits = true;
+            if (scale > 0) {
+                frac_ns += (*p - '0') * scale;
+                scale /= 10;
+            } else if (!seen_round_digit) {
+                round_up = *p >= '5';
+                seen_round_digit = true;
+            }
+        }
+    }
+    if (!digits || *p != '\0')
+        return false;
+    int64_t ns = whole * NS_PER_MS + frac_ns + (round_up ? 1 : 0);
+    if (ns > MAX_DELAY_MS * NS_PER_MS)
+        return false;
+    *out_ns = ns;
+    return true;
+}
+
+enum { OPT_QUEUE, OPT_DELAY_MS, OPT_MAX_QUEUE, OPT_RT_PRIORITY, OPT_DIE_WITH_PARENT,
+       OPT_STATS_JSON, OPT_FAIL_OPEN };
+
+static const struct args_option options[] = {
+    {"--queue", ARGS_VALUE, NULL, OPT_QUEUE},
+    {"--delay-ms", ARGS_VALUE, NULL, OPT_DELAY_MS},
+    {"--max-queue", ARGS_VALUE, NULL, OPT_MAX_QUEUE},
+    {"--rt-priority", ARGS_VALUE, NULL, OPT_RT_PRIORITY},
+    {"--die-with-parent", ARGS_FLAG, NULL, OPT_DIE_WITH_PARENT},
+    {"--stats-json", ARGS_FLAG, NULL, OPT_STATS_JSON},
+    {"--fail-open", ARGS_FLAG, NULL, OPT_FAIL_OPEN},
+    {"--help", ARGS_FLAG, NULL, ARGS_HELP},
+    {NULL, ARGS_FLAG, NULL, 0},
+};
+
+void parse_args(int argc, char **argv, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_queue = DEFAULT_MAX_QUEUE;
+    o->rt_priority = DEFAULT_RT_PRIORITY;
+
+    struct args a = {.prog = PROG, .usage = usage, .dialect = ARGS_DIALECT_DELAY,
+                     .options = options, .argc = argc, .argv = argv};
+    const char *val;
+    int id;
+    while ((id = args_next(&a, &val)) != ARGS_END) {
+        switch (id) {
+        case OPT_QUEUE: {
+            uint64_t q;
+            if (!parse_uint(val, 65535, &q))
+                args_fail(&a, "--queue '%s' is not a queue number: use an integer "
+                          "0..65535, the iptables --queue-num", val);
+            o->queue = (uint16_t)q;
+            o->have_queue = true;
+            break;
+        }
+        case OPT_DELAY_MS:
+            if (!parse_delay_ms(val, &o->delay_ns))
+                args_fail(&a, "--delay-ms '%s' is not a delay: use a decimal number of "
+                          "milliseconds >= 0 and <= 3600000, e.g. 10 or 0.5", val);
+            o->have_delay = true;
+            break;
+        case OPT_MAX_QUEUE: {
+            uint64_t m;
+            if (!parse_uint(val, MAX_MAX_QUEUE, &m) || m == 0)
+                args_fail(&a, "--max-queue '%s' is not a length: use an integer "
+                          "1..4194304", val);
+            o->max_queue = (uint32_t)m;
+            break;
+        }
+        case OPT_RT_PRIORITY: {
+            uint64_t prio;
+            if (!parse_uint(val, 99, &prio))
+                args_fail(&a, "--rt-priority '%s' is not a priority: use an integer 1..99, "
+                          "or 0 for the normal scheduler", val);
+            o->rt_priority = (int)prio;
+            break;
+        }
+        case OPT_DIE_WITH_PARENT:
+            o->die_with_parent = true;
+            break;
+        case OPT_STATS_JSON:
+            o->stats_json = true;
+            break;
+        case OPT_FAIL_OPEN:
+            o->fail_open = true;
+            break;
+        }
+    }
+    if (!o->have_queue)
+        args_fail(&a, "%s", "--queue is required, e.g. --queue 0 (see " PROG " --help)");
+    if (!o->have_delay)
+        args_fail(&a, "%s", "--delay-ms is required, e.g. --delay-ms 10 (see " PROG " --help)");
+}

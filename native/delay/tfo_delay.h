@@ -1,0 +1,192 @@
+/*
+ * tfo_delay.h - the internal interface between the files of tfo-delay (see
+ * tfo_delay.c for what the program does and the rules every file follows).
+ *
+ *   tfo_delay.c   main(): set-up, the event loop, the orderly stop
+ *   options.c     the command line (on the shared parser, src/cli/args.h)
+ *   nfnl_msg.c    nfnetlink messages: building, sending, receiving, parsing
+ *   nfnl_queue.c  the queue: the socket, bind, parameters, release-and-unbind
+ *   hold.c        the hold-and-release FIFO: due times and verdicts
+ *   stats.c       lateness histogram, kernel drop counters, the report lines
+ *
+ * Every file defines _GNU_SOURCE before its first include (signalfd,
+ * SO_RCVBUFFORCE, clock_gettime under -std=c11).
+ */
+#ifndef TFOLAB_TFO_DELAY_H
+#define TFOLAB_TFO_DELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/netlink.h>
+
+#define PROG "tfo-delay"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2 /* bad input or an environment that cannot work */
+
+#define NS_PER_MS 1000000LL
+#define HIST_BINS 100000u /* lateness histogram: 1 us bins up to 100 ms */
+#define RECV_BUF_BYTES 65536
+
+/* ------------------------------------------------------------------------ */
+/* options.c                                                                */
+
+struct options {
+    uint16_t queue;
+    bool have_queue;
+    int64_t delay_ns;
+    bool have_delay;
+    uint32_t max_queue;
+    bool die_with_parent;
+    bool stats_json;
+    bool fail_open;
+    int rt_priority;
+};
+
+/* Fill *o from the command line; bad input exits 2, --help exits 0. */
+void parse_args(int argc, char **argv, struct options *o);
+
+/* ------------------------------------------------------------------------ */
+/* hold.c: held packets, a FIFO ring of (id, due time)                      */
+
+struct held {
+    uint32_t id;
+    int64_t due_ns;
+};
+
+struct fifo {
+    struct held *items;
+    uint32_t cap, head, count, limit;
+};
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t now_ns(void);
+
+/* Double the ring (the first call allocates it), up to f->limit entries. */
+bool fifo_grow(struct fifo *f);
+
+static inline const struct held *fifo_front(const struct fifo *f)
+{
+    return f->count ? &f->items[f->head] : NULL;
+}
+
+static inline void fifo_pop(struct fifo *f)
+{
+    f->head = (f->head + 1) % f->cap;
+    f->count--;
+}
+
+/* ------------------------------------------------------------------------ */
+/* stats.c                                                                  */
+
+struct stats {
+    uint64_t packets;           /* packet messages read */
+    uint64_t on_time_verdicts;  /* accepted at their due time (lateness measured) */
+    uint64_t released_at_exit;  /* accepted early because we were stopping */
+    uint64_t overflow_accepts;  /* FIFO could not take a packet: accepted at once */
+    uint64_t enobufs;           /* ENOBUFS from recv: the socket buffer overran */
+    uint64_t lost;              /* gaps in packet ids: messages the kernel could not deliver */
+    uint64_t verdict_errors;    /* NLMSG_ERROR answers to our verdicts */
+    uint32_t max_depth;
+    int64_t late_max_ns;
+    uint64_t hist_over;         /* lateness >= HIST_BINS us */
+    uint32_t hist[HIST_BINS];   /* lateness in 1 us bins */
+};
+
+/* Count one verdict given late_ns after its due time. */
+void stats_late(struct stats *s, int64_t late_ns);
+
+/* The kernel's drop counters for a queue and the portid bound to it; false
+ * when the queue is not listed (not bound) or the file cannot be read. */
+bool kernel_counters(uint16_t queue, uint64_t *queue_dropped, uint64_t *user_dropped,
+                     uint32_t *portid);
+
+/* The statistics line on stderr and, with --stats-json, the JSON line on stdout. */
+void print_stats(const struct options *o, const struct stats *s, bool have_kc, uint64_t kq,
+                 uint64_t ku, const char *sched);
+
+/* ------------------------------------------------------------------------ */
+/* nfnl_msg.c and nfnl_queue.c                                              */
+
+struct nl {
+    int fd;
+    uint32_t seq;
+    uint16_t queue;
+    /* an acknowledgement we are waiting for */
+    uint32_t want_seq;
+    bool got_ack;
+    int ack_error;          /* errno from the kernel, 0 = success */
+    /* the sequence number of the shutdown batch verdict (ENOENT allowed when
+     * nothing was held) */
+    uint32_t shutdown_batch_seq;
+    bool shutdown_nothing_held;
+    bool have_last_id;
+    uint32_t last_id;
+};
+
+union nl_buf {
+    struct nlmsghdr hdr;
+    char bytes[RECV_BUF_BYTES];
+};
+
+/* What handling a queue message touches. */
+struct handler {
+    struct nl *nl;
+    struct fifo *fifo;
+    struct stats *st;
+    int64_t delay_ns;
+};
+
+/* Append one nfnetlink_queue message header to buf (at offset *off). */
+struct nlmsghdr *msg_begin(char *buf, size_t cap, size_t *off, uint16_t type, uint16_t flags,
+                           uint32_t seq, uint16_t res_id);
+
+/* Append one attribute to the message nlh (the last one in buf). */
+void msg_attr(char *buf, size_t cap, size_t *off, struct nlmsghdr *nlh, uint16_t type,
+              const void *data, uint16_t len);
+
+/* Send a buffer of messages to the kernel.  Returns 0 or an errno. */
+int nl_send(struct nl *n, const void *buf, size_t len);
+
+/* NF_ACCEPT packet id (batch: every queued id up to it).  Returns 0 or an errno. */
+int send_verdict(struct nl *n, uint32_t id, bool batch);
+
+/*
+ * Read one datagram without blocking and handle it: packets are held,
+ * acknowledgements recorded.  Returns 1 if one was handled, 0 when the socket
+ * is empty, -1 on a fatal error (errno set).
+ */
+int read_one(struct handler *h, union nl_buf *b);
+
+/* The NETLINK_NETFILTER socket, bound, with a large receive buffer; exits 2
+ * when this kernel or process cannot have one. */
+int open_netlink(void);
+
+/* NFQNL_CFG_CMD_BIND or _UNBIND, acknowledged.  Returns 0 or an errno. */
+int send_cmd(struct handler *h, uint8_t cmd, union nl_buf *rb);
+
+/* Copy mode (metadata only), queue length, GSO and fail-open flags,
+ * acknowledged.  Returns 0 or an errno. */
+int send_params(struct handler *h, uint32_t maxlen, bool fail_open, union nl_buf *rb);
+
+/* Accept everything still queued and unbind, in one datagram.  Returns 0 or an errno. */
+int release_all_and_unbind(struct handler *h, union nl_buf *rb);
+
+/* ------------------------------------------------------------------------ */
+/* hold.c: what happens to a packet                                         */
+
+/* A packet message with this id arrived at stamp: hold it until stamp + D. */
+void hold_packet(struct handler *h, uint32_t id, int64_t stamp);
+
+/* Accept every held packet whose due time has come.  0, or -1 with errno set. */
+int release_due(struct handler *h);
+
+/* ------------------------------------------------------------------------ */
+/* tfo_delay.c                                                              */
+
+/* A set-up step failed: "tfo-delay: what: strerror(err); fix" and exit 2. */
+_Noreturn void fail_setup(const char *what, int err, const char *fix);
+
+#endif
