@@ -7,7 +7,6 @@ found (the model then uses its documented default), and says where it came from.
 from __future__ import annotations
 
 import gzip
-import os
 import platform
 from pathlib import Path
 
@@ -51,7 +50,3 @@ def read_sysctl(name: str) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
-
-
-def is_root() -> bool:
-    return os.geteuid() == 0
