@@ -1,0 +1,334 @@
+"""Captured frames into typed TCP segments, numbered the way the model numbers them.
+
+Rules:
+- A frame is what a packet socket on `lo` hands over: lo's link type is
+  ARPHRD_LOOPBACK, whose frames carry an Ethernet header with zero MACs, so
+  they decode (and are written to pcap, LINKTYPE_ETHERNET) as Ethernet; that
+  is what tcpdump says on lo too ("link-type EN10MB").
+- `decode_frame` keeps IPv4 and IPv6 TCP and returns None for anything else.
+  `length` is the payload the IP header announces (a GSO super-segment counts
+  whole, and a frame cut by a snap length still reports its full payload).
+- Flags are spelt as in tfolab/model/events.py, in one fixed order: SYN, FIN,
+  RST, ACK, PSH, URG, ECE, CWR (so a SYN-ACK is ("SYN", "ACK"), a FIN
+  ("FIN", "ACK"), data ("ACK", "PSH"), as the model writes them).
+- Options keep their wire order; their labels match the model's where it has
+  them ("mss 1460", "sackOK", "TS", "wscale 7", "TFO cookie request"). A
+  cookie is labelled with its bytes, "TFO cookie 0a1b2c3d4e5f6071" (the model
+  writes "TFO cookie 8B": its cookies are in CookieInfo.value_hex), and the
+  experimental form (kind 254, magic 0xF989) adds " (exp. kind 254)" as the
+  model does. NOP and EOL are not listed; SACK blocks are "sack N".
+- `number_connections` numbers as the model does (events.py, Segment.seq):
+  each side's ISN is 0, its SYN takes number 0 and data starts at 1, so after
+  a SYN carrying N bytes the next byte is N + 1. tcpdump's relative numbers
+  differ there (docs/TCP-NOTES.md, "Reading tcpdump next to the ladder").
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import dpkt
+
+from tfolab.model.events import Side
+
+ETH_HEADER = 14
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
+IPPROTO_TCP = 6
+PCAP_SNAPLEN = 262_144
+
+FLAG_ORDER: tuple[tuple[int, str], ...] = (
+    (0x02, "SYN"),
+    (0x01, "FIN"),
+    (0x04, "RST"),
+    (0x10, "ACK"),
+    (0x08, "PSH"),
+    (0x20, "URG"),
+    (0x40, "ECE"),
+    (0x80, "CWR"),
+)
+
+OPT_EOL, OPT_NOP, OPT_MSS, OPT_WSCALE, OPT_SACK_PERM, OPT_SACK, OPT_TS = 0, 1, 2, 3, 4, 5, 8
+OPT_FASTOPEN = 34  # RFC 7413
+OPT_EXPERIMENTAL = 254  # with the 16-bit magic below: the pre-RFC Fast Open option
+TFO_EXP_MAGIC = 0xF989
+
+
+@dataclass(frozen=True)
+class TfoOption:
+    """The Fast Open option: a cookie request (no cookie) or a cookie."""
+
+    kind: int  # 34, or 254 for the experimental form
+    cookie_hex: str = ""  # "" for a request
+
+    @property
+    def is_request(self) -> bool:
+        return not self.cookie_hex
+
+    def label(self) -> str:
+        what = "TFO cookie request" if self.is_request else f"TFO cookie {self.cookie_hex}"
+        return what if self.kind == OPT_FASTOPEN else f"{what} (exp. kind {self.kind})"
+
+
+@dataclass(frozen=True)
+class TcpOptions:
+    """The decoded TCP options of one segment; `labels` lists them in wire order."""
+
+    mss: int | None = None
+    sack_permitted: bool = False
+    ts_val: int | None = None
+    ts_ecr: int | None = None
+    wscale: int | None = None  # the shift count
+    sack_blocks: tuple[tuple[int, int], ...] = ()  # absolute (left, right) edges
+    tfo: TfoOption | None = None
+    other_kinds: tuple[int, ...] = ()
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CapturedSegment:
+    """One TCP segment seen on lo; `t_ns` is CLOCK_MONOTONIC, when it arrived."""
+
+    t_ns: int
+    src_addr: str
+    src_port: int
+    dst_addr: str
+    dst_port: int
+    flags: tuple[str, ...]
+    seq_abs: int
+    ack_abs: int | None  # None when the ACK flag is off
+    length: int  # payload bytes
+    window: int  # as on the wire, not scaled
+    options: TcpOptions
+    frame: bytes = field(repr=False)  # the frame as captured, for pcap
+    t_realtime_ns: int = 0  # the kernel's own stamp (CLOCK_REALTIME), for pcap
+    wire_len: int = 0  # the frame's full length (len(frame) unless cut by a snap length)
+
+    @property
+    def tuple4(self) -> tuple[str, int, str, int]:
+        return (self.src_addr, self.src_port, self.dst_addr, self.dst_port)
+
+
+def tcp_flags(bits: int) -> tuple[str, ...]:
+    return tuple(name for bit, name in FLAG_ORDER if bits & bit)
+
+
+def decode_options(raw: bytes) -> TcpOptions:
+    """Decode the option bytes of a TCP header (everything after its first 20 bytes)."""
+    mss = ts_val = ts_ecr = wscale = None
+    sack_permitted = False
+    sack_blocks: tuple[tuple[int, int], ...] = ()
+    tfo: TfoOption | None = None
+    other: list[int] = []
+    labels: list[str] = []
+    for item in dpkt.tcp.parse_opts(raw):
+        if item is None:  # a length byte running past the header
+            labels.append("bad option")
+            break
+        kind, data = int(item[0]), bytes(item[1])
+        if kind in (OPT_EOL, OPT_NOP):
+            continue
+        if kind == OPT_MSS and len(data) == 2:
+            mss = struct.unpack("!H", data)[0]
+            labels.append(f"mss {mss}")
+        elif kind == OPT_SACK_PERM:
+            sack_permitted = True
+            labels.append("sackOK")
+        elif kind == OPT_TS and len(data) == 8:
+            ts_val, ts_ecr = struct.unpack("!II", data)
+            labels.append("TS")
+        elif kind == OPT_WSCALE and len(data) == 1:
+            wscale = data[0]
+            labels.append(f"wscale {wscale}")
+        elif kind == OPT_SACK and len(data) % 8 == 0:
+            edges = struct.unpack(f"!{len(data) // 4}I", data)
+            sack_blocks = tuple(zip(edges[0::2], edges[1::2], strict=True))
+            labels.append(f"sack {len(sack_blocks)}")
+        elif kind == OPT_FASTOPEN:
+            tfo = TfoOption(kind, data.hex())
+            labels.append(tfo.label())
+        elif kind == OPT_EXPERIMENTAL and data[:2] == TFO_EXP_MAGIC.to_bytes(2, "big"):
+            tfo = TfoOption(kind, data[2:].hex())
+            labels.append(tfo.label())
+        else:
+            other.append(kind)
+            labels.append(f"opt {kind}")
+    return TcpOptions(
+        mss, sack_permitted, ts_val, ts_ecr, wscale, sack_blocks, tfo, tuple(other), tuple(labels)
+    )
+
+
+def decode_frame(
+    frame: bytes, t_ns: int, t_realtime_ns: int = 0, wire_len: int | None = None
+) -> CapturedSegment | None:
+    """One Ethernet frame from lo into a CapturedSegment; None if it is not TCP.
+
+    Raises ValueError for a TCP/IP frame too short or malformed to read.
+    """
+    if len(frame) < ETH_HEADER:
+        raise ValueError(f"frame of {len(frame)} bytes is shorter than an Ethernet header")
+    ethertype = struct.unpack_from("!H", frame, 12)[0]
+    try:
+        if ethertype == ETHERTYPE_IPV4:
+            ip4 = dpkt.ip.IP(frame[ETH_HEADER:])
+            if ip4.p != IPPROTO_TCP or ip4.offset:  # a later fragment: no TCP header
+                return None
+            src, dst = str(ipaddress.IPv4Address(ip4.src)), str(ipaddress.IPv4Address(ip4.dst))
+            total = ip4.len or (wire_len or len(frame)) - ETH_HEADER  # 0 = a TSO/BIG TCP packet
+            ip_payload = total - 4 * ip4.hl
+            tcp = ip4.data
+        elif ethertype == ETHERTYPE_IPV6:
+            ip6 = dpkt.ip6.IP6(frame[ETH_HEADER:])
+            if ip6.nxt != IPPROTO_TCP:
+                return None
+            src, dst = str(ipaddress.IPv6Address(ip6.src)), str(ipaddress.IPv6Address(ip6.dst))
+            ip_payload = ip6.plen or (wire_len or len(frame)) - ETH_HEADER - 40
+            tcp = ip6.data
+        else:
+            return None
+    except (dpkt.UnpackError, ValueError) as err:
+        raise ValueError(f"undecodable IP packet: {err}") from None
+    if not isinstance(tcp, dpkt.tcp.TCP):
+        raise ValueError("the TCP header is cut short")
+    bits = int(tcp.flags)
+    return CapturedSegment(
+        t_ns=t_ns,
+        src_addr=src,
+        src_port=int(tcp.sport),
+        dst_addr=dst,
+        dst_port=int(tcp.dport),
+        flags=tcp_flags(bits),
+        seq_abs=int(tcp.seq),
+        ack_abs=int(tcp.ack) if bits & 0x10 else None,
+        length=max(0, int(ip_payload) - 4 * int(tcp.off)),
+        window=int(tcp.win),
+        options=decode_options(bytes(tcp.opts)),
+        frame=bytes(frame),
+        t_realtime_ns=t_realtime_ns,
+        wire_len=wire_len if wire_len is not None else len(frame),
+    )
+
+
+# ------------------------------------------------------------ numbering
+
+
+@dataclass(frozen=True)
+class NumberedSegment:
+    """A captured segment as the JSON contract's `captured` rows show it."""
+
+    t_ms: float  # arrival, from the origin given to number_connections
+    connection: int  # 1-based, in order of first SYN
+    sender: Side  # "client" = the side that sent the SYN
+    flags: tuple[str, ...]
+    seq: int  # relative: the sender's ISN is 0
+    ack: int | None  # relative to the receiver's ISN; None when the ACK flag is off
+    length: int
+    options: tuple[str, ...]
+    segment: CapturedSegment = field(repr=False, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "t_ms": round(self.t_ms, 4),
+            "connection": self.connection,
+            "sender": self.sender,
+            "flags": list(self.flags),
+            "seq": self.seq,
+            "ack": self.ack,
+            "length": self.length,
+            "options": list(self.options),
+        }
+
+
+@dataclass
+class _Connection:
+    number: int
+    client: tuple[str, int]  # (address, port)
+    isn: dict[tuple[str, int], int]  # endpoint -> its ISN (known or assumed)
+
+
+def _base(conn: _Connection, endpoint: tuple[str, int], first_seq: int) -> int:
+    """The endpoint's ISN; a side whose SYN was not captured gets first_seq - 1 (data from 1)."""
+    if endpoint not in conn.isn:
+        conn.isn[endpoint] = (first_seq - 1) % 2**32
+    return conn.isn[endpoint]
+
+
+def number_connections(
+    segments: Iterable[CapturedSegment], origin_ns: int
+) -> tuple[NumberedSegment, ...]:
+    """Group by 4-tuple into connections and number seq/ack from 0 per side, as the model does.
+
+    Connections are numbered in the order their first SYN (or, lacking one,
+    their first segment) was seen; a SYN with a new ISN on a 4-tuple already
+    seen starts a new connection. Without a captured SYN the sender of a SYN-ACK
+    is the server, else the first segment's sender is taken as the client.
+    `origin_ns` (CLOCK_MONOTONIC) is the scenario's first measured call.
+    """
+    ordered = sorted(segments, key=lambda s: s.t_ns)
+    current: dict[frozenset[tuple[str, int]], _Connection] = {}
+    count = 0
+    rows: list[NumberedSegment] = []
+    for seg in ordered:
+        src, dst = (seg.src_addr, seg.src_port), (seg.dst_addr, seg.dst_port)
+        key = frozenset((src, dst))
+        conn = current.get(key)
+        syn, ack_flag = "SYN" in seg.flags, "ACK" in seg.flags
+        new_syn = syn and not ack_flag and conn is not None and conn.isn.get(src) != seg.seq_abs
+        if conn is None or new_syn:
+            count += 1
+            conn = _Connection(count, dst if syn and ack_flag else src, {})
+            current[key] = conn
+        if syn:
+            conn.isn.setdefault(src, seg.seq_abs)
+        seq = (seg.seq_abs - _base(conn, src, seg.seq_abs)) % 2**32
+        ack = None
+        if seg.ack_abs is not None:
+            ack = (seg.ack_abs - _base(conn, dst, seg.ack_abs)) % 2**32
+        rows.append(
+            NumberedSegment(
+                t_ms=(seg.t_ns - origin_ns) / 1_000_000,
+                connection=conn.number,
+                sender="client" if src == conn.client else "server",
+                flags=seg.flags,
+                seq=seq,
+                ack=ack,
+                length=seg.length,
+                options=seg.options.labels,
+                segment=seg,
+            )
+        )
+    return tuple(rows)
+
+
+# ------------------------------------------------------------ pcap
+
+
+def pcap_frames(segments: Iterable[CapturedSegment]) -> list[tuple[int, bytes]]:
+    """(CLOCK_REALTIME ns, frame) pairs of captured segments, for write_pcap."""
+    return [(seg.t_realtime_ns, seg.frame) for seg in segments]
+
+
+def write_pcap(path: str | Path, frames: Iterable[tuple[int, bytes]]) -> int:
+    """Write (t_ns, Ethernet frame) pairs as a nanosecond pcap; returns how many.
+
+    t_ns is since the Unix epoch for real captures (pcap_frames); any origin at
+    or before the first frame works for synthetic ones (tcpdump then shows dates in 1970). The link
+    type is Ethernet, as for a capture on lo, so `tcpdump -r FILE` reads it.
+    """
+    count = 0
+    with open(path, "wb") as handle:
+        writer = dpkt.pcap.Writer(
+            handle, snaplen=PCAP_SNAPLEN, linktype=dpkt.pcap.DLT_EN10MB, nano=True
+        )
+        for t_ns, frame in frames:
+            if t_ns < 0:
+                raise ValueError(f"pcap cannot hold a time before its origin: {t_ns} ns")
+            # A Fraction keeps every nanosecond (a float of epoch seconds would not).
+            writer.writepkt_time(bytes(frame), Fraction(t_ns, 1_000_000_000))
+            count += 1
+    return count
