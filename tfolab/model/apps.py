@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tfolab.model.endpoint import TcpEndpoint
-from tfolab.model.fastopen import CookieCache, plan_client_syn
+from tfolab.model.fastopen import CookieCache, SynPlan, plan_client_syn
 from tfolab.model.predict import Headline
 from tfolab.model.scenario import ScenarioConfig
 from tfolab.model.state import TcpState
@@ -126,7 +126,9 @@ class ClientScript:
             )
             self._first_start(event)
             self.ep.app_write(now, request, "request", caused_by=event)
-            self.ep.connect(now, plan, self.cache, write_pending=True, caused_by=event)
+            self.ep.connect(
+                now, plan, self.cache, write_pending=_data_left(plan, request), caused_by=event
+            )
             self.phase = ClientPhase.CONNECTING
             return
         opt = self.call(
@@ -149,7 +151,9 @@ class ClientScript:
                 now, "write", f"{len(request)} B", "the first write sends the SYN with data", event
             )
             self.ep.app_write(now, request, "request", caused_by=write)
-            self.ep.connect(now, plan, self.cache, write_pending=True, caused_by=write)
+            self.ep.connect(
+                now, plan, self.cache, write_pending=_data_left(plan, request), caused_by=write
+            )
         else:
             event = self.call(
                 now,
@@ -364,3 +368,16 @@ class ServerScript:
                 "the line-mode server waits for the rest before answering",
                 caused_by,
             )
+
+
+def _data_left(plan: SynPlan, request: bytes) -> bool:
+    """Whether a blocking sendto()/write() still has data to send after the SYN.
+
+    tcp_send_syn_data clears fastopen_req->data when the whole request fits in
+    the SYN ("No more data pending in inet_wait_for_connect()"), so
+    __inet_stream_connect's writebias, and with it sk_write_pending, is 0: the
+    client then ACKs the SYN-ACK at once (tcp_rcv_synsent_state_process). With
+    no cookie, or a request larger than the SYN can carry, data is left and
+    the ACK waits for it.
+    """
+    return plan.data_bytes < len(request)

@@ -12,9 +12,12 @@ tcp_rcv_synsent_state_process / tcp_rcv_fastopen_synack, tcp_fastopen.c):
   a Fast Open child off the listener's TFO queue (`ack_of_synack`).
 - On the SYN-ACK the client caches a cookie, retransmits SYN data that was not
   acknowledged at once (the retransmission carries the ACK), and otherwise
-  either ACKs at once or, when a blocking sendto()/write() is waiting for the
-  connection (sk_write_pending), holds the ACK (quick-ACK mode, a 200 ms
-  TCP_DELACK_MAX timer) so that the data about to be sent carries it.
+  either ACKs at once or, when a blocking sendto()/write() still has data
+  waiting for the connection (sk_write_pending), holds the ACK (quick-ACK
+  mode, a 200 ms TCP_DELACK_MAX timer) so that the data about to be sent
+  carries it. A request that fitted whole in the SYN leaves nothing waiting
+  (tcp_send_syn_data clears fastopen_req->data), so its SYN-ACK is ACKed at
+  once.
   SYN_SENT -> ESTABLISHED. A segment other than a SYN-ACK is ignored there.
 - Both sides adopt the peer's MSS option if it is smaller than their own.
 """
@@ -111,7 +114,8 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
     send_ack(
         sock,
         now,
-        "the handshake's third segment: the client ACKs the SYN-ACK at once",
+        "the handshake's third segment: the client ACKs the SYN-ACK at once "
+        "(tcp_rcv_synsent_state_process: no write is waiting for the connection)",
         cause,
         wire.event_id,
     )
