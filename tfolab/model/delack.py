@@ -160,8 +160,13 @@ class DelackRules:
         st.pending = 0
 
     def data_sent(self, st: AckState, now: int) -> bool:
-        """True when this send made the socket interactive (crossed the threshold)."""
-        if now - st.lrcvtime < st.ato:
+        """True when this send made the socket interactive (crossed the threshold).
+
+        tcp_event_data_sent: `(u32)(now - lrcvtime) < ato`, compared unsigned,
+        so a socket that has received nothing yet (ato 0, or a send "before"
+        the last receive on the jiffies counter) never counts as interactive.
+        """
+        if (now - st.lrcvtime) % (1 << 32) < st.ato:
             was = self.in_pingpong(st)
             st.pingpong = min(st.pingpong + 1, 255)
             return not was and self.in_pingpong(st)
