@@ -237,6 +237,9 @@ def _run(args: argparse.Namespace) -> int:
         print()
         print(report.counters_text(result))
         print()
+        for line in report.packet_lines(result):
+            print(line)
+        print()
         print(report.conclusion(result))
     for name, miss in result.failures:
         assert miss.measured_ms is not None
@@ -253,7 +256,9 @@ def _run(args: argparse.Namespace) -> int:
             f"(backend {result.backend}); the report uses what ran",
             file=sys.stderr,
         )
-    return 1 if result.failures else 0
+    for name, sentence in result.packet_failures:
+        print(f"tfolab: {lab.name}/{name}: {sentence}", file=sys.stderr)
+    return 1 if result.failures or result.packet_failures else 0
 
 
 def _print_progress(event: Event) -> None:

@@ -50,3 +50,23 @@ def read_sysctl(name: str) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
+
+
+DEFAULT_RECEIVE_SPACE = 6_291_456  # Linux's default net.ipv4.tcp_rmem[2]
+
+
+def receive_space_bytes() -> tuple[int, str]:
+    """max(net.ipv4.tcp_rmem[2], net.core.rmem_max): what sizes the SYN's window scale.
+
+    A new network namespace copies tcp_rmem from the host's, and rmem_max is
+    global, so the host's values are the lab's.
+    """
+    rmem = read_sysctl("net.ipv4.tcp_rmem")
+    rmem_max = read_sysctl("net.core.rmem_max")
+    try:
+        largest = max(int(rmem.split()[2]) if rmem else 0, int(rmem_max or 0))
+    except (ValueError, IndexError):
+        largest = 0
+    if largest <= 0:
+        return DEFAULT_RECEIVE_SPACE, "assumed: Linux's default tcp_rmem"
+    return largest, "read from net.ipv4.tcp_rmem and net.core.rmem_max"

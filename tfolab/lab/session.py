@@ -15,8 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from tfolab.core import kernel, native
 from tfolab.core.errors import UserError
+from tfolab.lab import packets
 from tfolab.lab.catalog import Lab
 from tfolab.model import Accuracy, Simulation, simulate
 from tfolab.model.scenario import (
@@ -28,7 +31,17 @@ from tfolab.model.scenario import (
 )
 from tfolab.runner import client
 from tfolab.runner.backends import BACKEND_CHOICES, BACKENDS, HOST_OVERHEAD_MS, likely_backend
-from tfolab.runner.protocol import Counters, Event, Failed, Iteration, Job, JobScenario, Setup
+from tfolab.runner.protocol import (
+    Captured,
+    CapturedRow,
+    Counters,
+    Event,
+    Failed,
+    Iteration,
+    Job,
+    JobScenario,
+    Setup,
+)
 
 PINGPONG_SYSCTL = "/proc/sys/net/ipv4/tcp_pingpong_thresh"
 
@@ -81,6 +94,32 @@ class ScenarioResult:
     simulation: Simulation
     measurements: list[Measurement]
     counters: dict[str, int] = field(default_factory=dict)
+    # What the kernel put on lo (None: not captured), its frames for pcap, and
+    # every way it disagrees with the model (tfolab.lab.packets).
+    captured: list[CapturedRow] | None = None
+    frames: list[tuple[int, bytes]] = field(default_factory=list)
+    packet_diff: list[str] = field(default_factory=list)
+    capture_lost: int = 0
+
+    @property
+    def band_ms(self) -> float:
+        """The widest tolerance of the scenario's iterations: a segment's time band."""
+        return max((m.tolerance_ms for m in self.measurements), default=0.0)
+
+    def compare_packets(self) -> None:
+        if self.captured is None:
+            return
+        model = packets.model_rows(self.simulation)
+        kernel = packets.captured_rows(self.captured)
+        self.packet_diff = packets.packet_diff(model, kernel, self.band_ms)
+        if self.capture_lost:
+            self.packet_diff.append(f"the capture lost {self.capture_lost} segments")
+
+    @property
+    def packets_matching(self) -> tuple[int, int]:
+        """(segments that agree, segments the model has), for the table's packets column."""
+        total = len(packets.model_rows(self.simulation))
+        return max(total - len(self.packet_diff), 0), total
 
     def to_json(self, *, measured: bool) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -91,6 +130,9 @@ class ScenarioResult:
             data["counters"] = self.counters
         data["predicted_counters"] = dict(self.simulation.counters)
         data["timeline"] = [event.to_json() for event in self.simulation.events]
+        if measured and self.captured is not None:
+            data["captured"] = [msgspec.to_builtins(row) for row in self.captured]
+            data["packet_diff"] = list(self.packet_diff)
         return data
 
 
@@ -105,12 +147,17 @@ class LabResult:
     hz: int = kernel.DEFAULT_HZ
     notes: list[str] = field(default_factory=list)
     measured: bool = False
+    capture_off: str = ""  # why packets were not captured ("" when they were)
 
     @property
     def failures(self) -> list[tuple[str, Measurement]]:
         return [
             (s.planned.name, m) for s in self.scenarios for m in s.measurements if m.ok is False
         ]
+
+    @property
+    def packet_failures(self) -> list[tuple[str, str]]:
+        return [(s.planned.name, sentence) for s in self.scenarios for sentence in s.packet_diff]
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"lab": self.lab, "delay_ms": self.delay_ms}
@@ -120,6 +167,8 @@ class LabResult:
                 "kernel": self.kernel_release,
                 "setup_ms": self.setup_ms,
             }
+            if self.capture_off:
+                data["capture"] = f"packets not captured: {self.capture_off}"
         data["hz"] = self.hz
         data["scenarios"] = [s.to_json(measured=self.measured) for s in self.scenarios]
         return data
@@ -238,6 +287,7 @@ def predict(
                 iterations=p.iterations,
                 hz=hz,
                 accuracy=accuracy_for(backend),
+                receive_space_bytes=kernel.receive_space_bytes()[0],
             )
         except ValueError as err:
             raise UserError(f"scenario {p.name}: {err}", "check --delay and --set values") from None
@@ -281,6 +331,7 @@ async def run(
             result.setup_ms = event.setup_ms
             result.kernel_release = event.kernel
             result.notes = list(event.notes)
+            result.capture_off = event.capture
             by_name = {s.planned.name: s for s in result.scenarios}
         elif isinstance(event, Iteration) and event.scenario in by_name:
             scenario = by_name[event.scenario]
@@ -289,6 +340,11 @@ async def run(
                 measurement.measured_ms = event.measured_ms
                 if scenario.planned.config.pattern == "rr":
                     measurement.connect_ms = event.connect_ms
+        elif isinstance(event, Captured) and event.scenario in by_name:
+            captured = by_name[event.scenario]
+            captured.captured, captured.frames = list(event.segments), list(event.frames)
+            captured.capture_lost = event.lost
+            captured.compare_packets()
         elif isinstance(event, Counters) and event.scenario in by_name:
             by_name[event.scenario].counters = dict(event.counters)
         if on_event is not None:

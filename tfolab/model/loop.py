@@ -30,6 +30,7 @@ from tfolab.model.events import Recorder
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
 from tfolab.model.predict import Headline
 from tfolab.model.scenario import ScenarioConfig
+from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 from tfolab.model.wire import Action, Env, Wire
 
 MAX_ACTIONS = 2_000_000
@@ -58,6 +59,7 @@ class World:
         iterations: int,
         hz: int,
         tick_phase_ns: int,
+        receive_space_bytes: int = DEFAULT_RECEIVE_SPACE,
     ) -> None:
         self.config = config
         self.iterations = iterations
@@ -71,6 +73,7 @@ class World:
             counters=self.counters,
             transmit=self._transmit,
             call_at=self._at,
+            wscale=initial_wscale(receive_space_bytes),
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(

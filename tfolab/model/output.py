@@ -27,7 +27,10 @@ from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent
 from tfolab.model.wire import Wire
 
-SYN_OPTIONS = ("sackOK", "TS", "wscale 7")  # after "mss N"
+
+def syn_options(mss: int, wscale: int) -> tuple[str, ...]:
+    """A SYN's or SYN-ACK's options in the kernel's order (tcp_options_write)."""
+    return (f"mss {mss}", "sackOK", "TS", f"wscale {wscale}")
 
 
 def transmit(
@@ -51,7 +54,7 @@ def transmit(
         sock.rcv_wup = sock.rcv_nxt
     options: tuple[str, ...] = ("TS",)
     if mss_option is not None:
-        options = (f"mss {mss_option}", *SYN_OPTIONS)
+        options = syn_options(mss_option, env.wscale)
     if cookie is not None:
         options += (cookie.describe(),)
     arrival = env.link.arrival(now)

@@ -20,6 +20,7 @@ from tfolab.model.events import Event
 from tfolab.model.loop import World
 from tfolab.model.predict import Accuracy, IterationPrediction, predict
 from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
+from tfolab.model.window import DEFAULT_RECEIVE_SPACE
 
 DEFAULT_TICK_PHASE = 0.3  # of a tick
 DEFAULT_ACCURACY = Accuracy()
@@ -40,6 +41,7 @@ class Simulation:
     iterations: int = 1
     accuracy: Accuracy = DEFAULT_ACCURACY
     tick_phase_ms: float = 0.0
+    receive_space_bytes: int = DEFAULT_RECEIVE_SPACE
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -48,6 +50,7 @@ class Simulation:
             "hz": self.hz,
             "iterations": self.iterations,
             "tick_phase_ms": self.tick_phase_ms,
+            "receive_space_bytes": self.receive_space_bytes,
             "accuracy": dataclasses.asdict(self.accuracy),
             "events": [e.to_json() for e in self.events],
             "predictions": [p.to_json() for p in self.predictions],
@@ -63,6 +66,7 @@ def simulate(
     hz: int = 250,
     accuracy: Accuracy = DEFAULT_ACCURACY,
     tick_phase_ms: float | None = None,
+    receive_space_bytes: int = DEFAULT_RECEIVE_SPACE,
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline."""
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
@@ -79,6 +83,7 @@ def simulate(
         iterations=iterations,
         hz=hz,
         tick_phase_ns=ms_to_ns(phase),
+        receive_space_bytes=receive_space_bytes,
     )
     world.run()
     events = world.recorder.timeline()
@@ -93,6 +98,7 @@ def simulate(
         iterations=iterations,
         accuracy=accuracy,
         tick_phase_ms=float(phase),
+        receive_space_bytes=receive_space_bytes,
     )
 
 

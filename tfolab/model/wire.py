@@ -59,6 +59,7 @@ class Env:
     counters: dict[str, int]
     transmit: Callable[[Wire, int], None]  # put a wire on the link, arriving at t
     call_at: Callable[[int, Action], None]  # run the action at t (a timer's deadline)
+    wscale: int = 7  # the window scale both sides announce (window.initial_wscale)
 
     def count(self, name: str, counting: bool) -> None:
         if counting:

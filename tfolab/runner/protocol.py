@@ -38,7 +38,10 @@ class Job(msgspec.Struct, frozen=True):
 
 
 class Setup(msgspec.Struct, frozen=True, tag="setup", tag_field="event"):
-    """The lab network is up: namespace, delay backend, the first server ready."""
+    """The lab network is up: namespace, delay backend, the first server ready.
+
+    `capture` is "" when every segment on lo is captured, else why not.
+    """
 
     backend: str
     delay_ms: float
@@ -46,6 +49,7 @@ class Setup(msgspec.Struct, frozen=True, tag="setup", tag_field="event"):
     kernel: str
     notes: list[str]
     setup_ms: float
+    capture: str = ""
 
 
 class ScenarioStarted(msgspec.Struct, frozen=True, tag="scenario", tag_field="event"):
@@ -67,6 +71,32 @@ class Iteration(msgspec.Struct, frozen=True, tag="iteration", tag_field="event")
     syn_data_acked: bool
 
 
+class CapturedRow(msgspec.Struct, frozen=True):
+    """One TCP segment the kernel put on lo, in the JSON contract's `captured` shape.
+
+    t_ms: arrival (after the delay), from the scenario's first measured call;
+    seq/ack relative per connection and direction, numbered as the model does.
+    """
+
+    t_ms: float
+    connection: int
+    sender: str
+    flags: list[str]
+    seq: int
+    ack: int | None
+    length: int
+    options: list[str]
+
+
+class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):
+    """The segments of a scenario's measured part, and its raw frames for pcap."""
+
+    scenario: str
+    segments: list[CapturedRow]
+    frames: list[tuple[int, bytes]]  # (CLOCK_REALTIME ns, Ethernet frame)
+    lost: int = 0
+
+
 class Counters(msgspec.Struct, frozen=True, tag="counters", tag_field="event"):
     scenario: str
     counters: dict[str, int]
@@ -83,7 +113,7 @@ class Failed(msgspec.Struct, frozen=True, tag="error", tag_field="event"):
     fix: str = ""
 
 
-Event = Setup | ScenarioStarted | Note | Iteration | Counters | Done | Failed
+Event = Setup | ScenarioStarted | Note | Iteration | Captured | Counters | Done | Failed
 _decoder = msgspec.json.Decoder(Event)
 
 

@@ -8,6 +8,7 @@ counters are read before and after, so their deltas belong to this scenario.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,7 +17,10 @@ from tfolab.core.errors import UserError
 from tfolab.model.scenario import ScenarioConfig
 from tfolab.runner import netns, netstack
 from tfolab.runner.backends import BACKENDS
+from tfolab.runner.capture import Capture, CaptureResult, pcap_frames
 from tfolab.runner.protocol import (
+    Captured,
+    CapturedRow,
     Counters,
     Event,
     Iteration,
@@ -38,6 +42,7 @@ class LabNetwork:
     # so a fresh 127.0.0.N is an empty cache where a flush is not permitted.
     destination: str = "127.0.0.1"
     fresh_addresses_used: int = 0
+    capture: Capture | None = None  # None where packet sockets are refused
 
     def autocorking_for(self, config: ScenarioConfig) -> bool:
         # NFQUEUE keeps queued skbs charged to the socket; autocorking off restores netem.
@@ -135,6 +140,9 @@ def run_scenario(
             warm = native.run_client(client_options(config, network.destination, server.port, 1))
             _check(warm, "warm-up connection")
         before = netstack.read_tcpext()
+        if network.capture is not None:
+            network.capture.start()
+        measured: list[native.Sample] = []
         if config.fresh_connection_each_iteration:
             for i in range(1, scenario.iterations + 1):
                 if config.rotate_key_before_iteration == i:
@@ -146,18 +154,64 @@ def run_scenario(
                     client_options(config, network.destination, server.port, 1)
                 )
                 _check(samples, f"iteration {i}")
+                measured.append(samples[0])
                 _emit_sample(emit, scenario.name, i, config, samples[0])
         else:
             samples = native.run_client(
                 client_options(config, network.destination, server.port, scenario.iterations)
             )
             _check(samples, "the connection")
+            measured += samples
             for i, sample in enumerate(samples, start=1):
                 _emit_sample(emit, scenario.name, i, config, sample)
+        if network.capture is not None:
+            emit(_captured(network, scenario.name, measured))
         after = netstack.read_tcpext()
     finally:
         server.stop()
     emit(Counters(scenario.name, netstack.counter_deltas(before, after)))
+
+
+def _captured(network: LabNetwork, name: str, measured: list[native.Sample]) -> Captured:
+    """Stop the capture once the last segments have crossed the delayed link."""
+    assert network.capture is not None
+    # After the client's close() the FINs and the last ACK need up to 3D more,
+    # and a delayed ACK of a FIN at most one delayed-ACK timer (40-50 ms).
+    time.sleep((3 * network.delay_ms + TAIL_MS) / 1000)
+    result = network.capture.stop()
+    origin = measured[0].connect_start_ns if measured else 0
+    rows = [row for row in result.numbered(origin) if row.connection in _opened(result, origin)]
+    renumber = {old: new for new, old in enumerate(sorted({r.connection for r in rows}), 1)}
+    return Captured(
+        scenario=name,
+        segments=[
+            CapturedRow(
+                t_ms=round(r.t_ms, 4),
+                connection=renumber[r.connection],
+                sender=r.sender,
+                flags=list(r.flags),
+                seq=r.seq,
+                ack=r.ack,
+                length=r.length,
+                options=list(r.options),
+            )
+            for r in rows
+        ],
+        frames=pcap_frames(r.segment for r in rows),
+        lost=result.lost,
+    )
+
+
+TAIL_MS = 60.0
+
+
+def _opened(result: CaptureResult, origin: int) -> set[int]:
+    """Connections whose SYN is in the capture (not the tail of an earlier one)."""
+    return {
+        r.connection
+        for r in result.numbered(origin)
+        if "SYN" in r.flags and "ACK" not in r.flags and r.sender == "client"
+    }
 
 
 def _emit_sample(

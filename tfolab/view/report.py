@@ -86,9 +86,12 @@ def scenario_heading(lab: Lab, scenario: ScenarioResult) -> str:
 
 
 def results_table(result: LabResult) -> str:
-    header = f"{'scenario':<16} {'#':>2}  {'predicted':>16}  {'measured':>9}  verdict"
+    header = (
+        f"{'scenario':<16} {'#':>2}  {'predicted':>16}  {'measured':>9}  {'packets':>13}  verdict"
+    )
     lines = [header, "-" * len(header)]
     for scenario in result.scenarios:
+        packets = packets_cell(scenario)
         for m in scenario.measurements:
             band = f"{m.predicted_ms:7.1f} ± {m.tolerance_ms:4.1f} ms"
             if m.measured_ms is None:
@@ -97,9 +100,35 @@ def results_table(result: LabResult) -> str:
                 measured = f"{m.measured_ms:6.1f} ms"
                 verdict = "ok" if m.ok else f"OUTSIDE by {m.off_by_ms:.1f} ms"
             lines.append(
-                f"{scenario.planned.name:<16} {m.i:>2}  {band:>16}  {measured:>9}  {verdict}"
+                f"{scenario.planned.name:<16} {m.i:>2}  {band:>16}  {measured:>9}  "
+                f"{packets:>13}  {verdict}"
             )
+            packets = ""  # once per scenario: the packets are the scenario's, not the round's
     return "\n".join(lines)
+
+
+def packets_cell(scenario: ScenarioResult) -> str:
+    """'14/14 match', '12/14 match', or '-' where nothing was captured."""
+    if scenario.captured is None:
+        return "-"
+    agree, total = scenario.packets_matching
+    return f"{agree}/{total} match"
+
+
+def packet_lines(result: LabResult) -> list[str]:
+    """The packet disagreements, one sentence each, or why there are none to show."""
+    if result.measured and result.capture_off:
+        return [f"Packets not captured: {result.capture_off}. Only the timings were compared."]
+    lines = []
+    for name, sentence in result.packet_failures:
+        lines.append(f"  {name}: {sentence}")
+    if lines:
+        return ["The kernel's packets disagree with the model's:", *lines]
+    if any(s.captured is not None for s in result.scenarios):
+        return [
+            "Every captured packet matches the model's ladder (flags, seq/ack, length, options)."
+        ]
+    return []
 
 
 def counters_text(result: LabResult) -> str:
@@ -114,7 +143,12 @@ def counters_text(result: LabResult) -> str:
 def conclusion(result: LabResult) -> str:
     measured = [m for s in result.scenarios for m in s.measurements if m.measured_ms is not None]
     failures = result.failures
-    if not failures:
+    if not failures and result.packet_failures:
+        first = (
+            f"All {len(measured)} measurements fell inside their predicted bands, but "
+            f"{len(result.packet_failures)} packet(s) differ from the model's ladder (above)."
+        )
+    elif not failures:
         first = (
             f"All {len(measured)} measurements fell inside their predicted bands: "
             f"the kernel agrees with the model ({result.backend}, {delay_words(result.delay_ms)})."

@@ -1,0 +1,158 @@
+"""The capture is the truth: the model's segments against the kernel's, in plain words.
+
+What is compared, per connection and direction (client -> server, server ->
+client), in order: flags, relative seq and ack, payload length, the options
+the model claims (MSS, SACK permitted, timestamps, window scale, the Fast Open
+option and its kind), and each arrival time within the scenario's band.
+
+Rules:
+- Only connections the measured part opened are compared: the model's
+  connections that carry a measured iteration, the capture's connections whose
+  SYN it saw. Both are numbered 1, 2, ... in the order their SYNs left.
+- Times are compared from each connection's SYN arrival (the capture stamps
+  arrivals), so host time between iterations does not count; the band is the
+  scenario's widest iteration tolerance (ticks on the path, packets x the
+  backend's error, host overhead).
+- A cookie's bytes are the server's secret: the model names a cookie, the
+  capture shows its bytes; only presence and option kind are compared.
+- Every disagreement is one sentence; an empty list means they agree.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tfolab.model import Segment, Simulation
+from tfolab.runner.protocol import CapturedRow
+
+
+@dataclass(frozen=True)
+class Row:
+    """One segment as both sides can state it."""
+
+    connection: int
+    sender: str
+    flags: tuple[str, ...]
+    seq: int
+    ack: int | None
+    length: int
+    options: tuple[str, ...]
+    arrived_ms: float  # from the connection's SYN arrival
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.flags, self.seq, self.ack, self.length, self.options)
+
+    def words(self) -> str:
+        parts = [",".join(self.flags), f"seq {self.seq}"]
+        if self.ack is not None:
+            parts.append(f"ack {self.ack}")
+        parts.append(f"len {self.length}")
+        if self.options:
+            parts.append(f"<{', '.join(self.options)}>")
+        return " ".join(parts)
+
+
+def comparable_options(options: Sequence[str]) -> tuple[str, ...]:
+    """The options both sides can state: a cookie loses its bytes, TS its values."""
+    kept = []
+    for option in options:
+        if option.startswith("TFO cookie") and option != "TFO cookie request":
+            kind = " (exp. kind 254)" if "254" in option else ""
+            kept.append(f"TFO cookie{kind}")
+        else:
+            kept.append(option)
+    return tuple(kept)
+
+
+def model_rows(sim: Simulation) -> list[Row]:
+    """The model's segments of the connections a measured iteration used."""
+    segments = [e for e in sim.events if isinstance(e, Segment)]
+    measured = {s.connection for s in segments if s.iteration >= 1}
+    chosen = [s for s in segments if s.connection in measured]
+    return _rows(
+        [
+            (s.connection, s.sender, s.flags, s.seq, s.ack, s.length, s.options, s.arrived_ms)
+            for s in chosen
+        ]
+    )
+
+
+def captured_rows(captured: Sequence[CapturedRow]) -> list[Row]:
+    return _rows(
+        [
+            (c.connection, c.sender, tuple(c.flags), c.seq, c.ack, c.length, tuple(c.options),
+             c.t_ms)
+            for c in captured
+        ]
+    )  # fmt: skip
+
+
+_Raw = tuple[int, str, tuple[str, ...], int, int | None, int, tuple[str, ...], float]
+
+
+def _rows(raw: list[_Raw]) -> list[Row]:
+    """Renumber connections by SYN order; times from each connection's SYN arrival."""
+    syn_at: dict[int, float] = {}
+    for connection, sender, flags, *_rest, arrived in sorted(raw, key=lambda r: r[-1]):
+        if "SYN" in flags and "ACK" not in flags and sender == "client":
+            syn_at.setdefault(connection, arrived)
+    number = {old: new for new, old in enumerate(sorted(syn_at, key=syn_at.__getitem__), 1)}
+    return [
+        Row(number[c], sender, flags, seq, ack, length, comparable_options(opts), t - syn_at[c])
+        for c, sender, flags, seq, ack, length, opts, t in sorted(raw, key=lambda r: r[-1])
+        if c in number
+    ]
+
+
+def packet_diff(model: list[Row], kernel: list[Row], band_ms: float) -> list[str]:
+    """One sentence per disagreement between the model's and the kernel's segments."""
+    sentences: list[str] = []
+    connections = sorted({r.connection for r in model} | {r.connection for r in kernel})
+    for connection in connections:
+        for sender in ("client", "server"):
+            ours = [r for r in model if r.connection == connection and r.sender == sender]
+            theirs = [r for r in kernel if r.connection == connection and r.sender == sender]
+            sentences += _direction(connection, sender, ours, theirs, band_ms)
+    return sentences
+
+
+def _direction(
+    connection: int, sender: str, model: list[Row], kernel: list[Row], band_ms: float
+) -> list[str]:
+    where = f"connection {connection}, {sender}"
+    said: list[str] = []
+    matcher = difflib.SequenceMatcher(
+        a=[r.key for r in model], b=[r.key for r in kernel], autojunk=False
+    )
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag == "equal":
+            for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
+                late = theirs.arrived_ms - ours.arrived_ms
+                if abs(late) > band_ms:
+                    said.append(
+                        f"{where}: {ours.words()} arrived at {theirs.arrived_ms:.2f} ms "
+                        f"(from the SYN), the model said {ours.arrived_ms:.2f} ms "
+                        f"± {band_ms:.2f}"
+                    )
+            continue
+        if tag in ("replace", "delete") and a1 - a0 == b1 - b0:
+            for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
+                said.append(
+                    f"{where}: the kernel sent {theirs.words()} at {theirs.arrived_ms:.2f} ms "
+                    f"where the model has {ours.words()}"
+                )
+            continue
+        for ours in model[a0:a1]:
+            said.append(
+                f"{where}: the model has {ours.words()} at {ours.arrived_ms:.2f} ms; "
+                "the kernel sent no such segment"
+            )
+        for theirs in kernel[b0:b1]:
+            said.append(
+                f"{where}: the kernel sent {theirs.words()} at {theirs.arrived_ms:.2f} ms; "
+                "the model has no such segment"
+            )
+    return said
