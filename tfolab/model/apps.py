@@ -266,15 +266,15 @@ class ClientScript:
     def _read(self, now: int, caused_by: int | None) -> None:
         if not self.ep.sock.rcv_buf:
             return
-        before = self.got
-        data = self.ep.app_read(now, caused_by)
-        self.got += len(data)
-        detail = f"{len(data)} B"
+        before, queued = self.got, len(self.ep.sock.rcv_buf)
+        detail = f"{queued} B"
         if before == 0:
             detail += ", first response byte"
-        if self.got >= len(self.expected):
+        if before + queued >= len(self.expected):
             detail += ", response complete"
+        # The read first: an ACK that tcp_cleanup_rbuf sends is the read's doing.
         event = self.call(now, "read", detail, "the client reads the response", caused_by)
+        self.got += len(self.ep.app_read(now, event))
         headline = self.headline()
         if self.config.pattern == "rr" and before == 0:
             headline.end_id = event
@@ -337,14 +337,15 @@ class ServerScript:
             )
             ep.set_quickack(now, caused_by)
         if sock.rcv_buf:
-            data = ep.app_read(now, caused_by)
+            # The read first: an ACK that tcp_cleanup_rbuf sends is the read's doing.
             caused_by = self.call(
-                now, "read", f"{len(data)} B", "recv() of everything queued", caused_by
+                now, "read", f"{len(sock.rcv_buf)} B", "recv() of everything queued", caused_by
             )
-            self.inbuf += data
+            self.inbuf += ep.app_read(now, caused_by)
             self._answer(now, caused_by)
         if sock.fin_received and not sock.rcv_buf:
             eof = self.call(now, "read", "0 B (end of file)", "the client closed", caused_by)
+            ep.app_read(now, eof)
             close = self.call(now, "close", "", "the server closes its side", eof)
             ep.app_close(now, close)
             self.closed = True

@@ -186,21 +186,34 @@ class DelackRules:
         st.ato = self.ato_min
         return "the timer leaves pingpong (interactive) mode and resets ato to 40 ms"
 
-    def cleanup_rbuf(self, st: AckState, copied: int, unacked_bytes: int, drained: bool) -> bool:
-        """After a read: must the ACK go now?"""
+    def cleanup_rbuf(
+        self, st: AckState, copied: int, unacked_bytes: int, drained: bool
+    ) -> str | None:
+        """After a read (__tcp_cleanup_rbuf): why the pending ACK must go now, or None."""
         if not st.scheduled:
-            return False
+            return None
         if unacked_bytes > st.rcv_mss:
-            return True
-        pushed = st.pending & ACK_PUSHED2 or (st.pending & ACK_PUSHED and not self.in_pingpong(st))
-        return copied > 0 and bool(pushed) and drained
+            return "more than one full segment is unacknowledged"
+        if not (copied > 0 and drained):
+            return None
+        if st.pending & ACK_PUSHED2:
+            return (
+                "a second small pushed segment arrived while the ACK was pending "
+                "(ICSK_ACK_PUSHED2, tcp_measure_rcv_mss), which ACKs even an interactive socket"
+            )
+        if st.pending & ACK_PUSHED and not self.in_pingpong(st):
+            return (
+                "the application drained a small pushed segment and the socket is not interactive"
+            )
+        return None
 
     def set_quickack(self, st: AckState, drained: bool) -> bool:
         """setsockopt(TCP_QUICKACK, 1); True when a pending ACK must be flushed now.
 
-        The kernel marks the pending ACK pushed and runs tcp_cleanup_rbuf(sk, 1),
-        which only sends if the receive queue is already empty; otherwise the
-        following read sends it (same instant in the model).
+        __tcp_sock_set_quickack marks the pending ACK pushed and runs
+        tcp_cleanup_rbuf(sk, 1), which only sends if nothing is queued for recv()
+        (`!sk_rmem_alloc`: no data, and no unread FIN either); otherwise the
+        following read decides.
         """
         st.pingpong = 0
         if st.scheduled:

@@ -124,13 +124,14 @@ class TcpEndpoint:
         data = bytes(sock.rcv_buf)
         sock.rcv_buf.clear()
         sock.delivered += data
+        sock.fin_read = sock.fin_received  # a recv() that reaches the FIN consumes it
         rules = sock.env.rules
-        if rules.cleanup_rbuf(sock.ack, len(data), sock.unacked_received_bytes, True):
+        why = rules.cleanup_rbuf(sock.ack, len(data), sock.unacked_received_bytes, True)
+        if why:
             output.send_ack(
                 sock,
                 now,
-                "ACK at read: the application drained a small pushed segment and the "
-                f"{sock.side} is not interactive (tcp_cleanup_rbuf)",
+                f"ACK at read: {why} (__tcp_cleanup_rbuf)",
                 "the application read",
                 caused_by,
             )
@@ -140,7 +141,7 @@ class TcpEndpoint:
         """setsockopt(TCP_QUICKACK, 1): leave pingpong; flush a pending ACK if drained."""
         sock = self.sock
         interactive = sock.env.rules.in_pingpong(sock.ack)
-        flush = sock.env.rules.set_quickack(sock.ack, not sock.rcv_buf)
+        flush = sock.env.rules.set_quickack(sock.ack, sock.receive_queue_empty)
         if interactive:
             sock.note(now, "TCP_QUICKACK: the server leaves pingpong mode (one-shot)", caused_by)
         if flush:

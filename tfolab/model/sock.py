@@ -81,6 +81,7 @@ class TcpSock:
         self.rcv_buf = bytearray()
         self.delivered = bytearray()  # everything the application has read, in order
         self.fin_received = False
+        self.fin_read = False  # the application's recv() returned end of file
         rcv_mss = max(min(self.advmss, 65535 // 2, TCP_MSS_DEFAULT), TCP_MIN_MSS)
         self.ack = AckState(rcv_mss=rcv_mss)
         self.delack_fire_ns: int | None = None  # when the armed delayed-ACK timer fires
@@ -113,6 +114,15 @@ class TcpSock:
     @property
     def readable(self) -> bool:
         return bool(self.rcv_buf) or self.fin_received
+
+    @property
+    def receive_queue_empty(self) -> bool:
+        """No data and no FIN waiting for recv() (the kernel's sk_rmem_alloc == 0).
+
+        A FIN's skb stays queued, and charged to the socket, until recv()
+        returns end of file on it (tcp_recvmsg: found_fin_ok).
+        """
+        return not self.rcv_buf and (not self.fin_received or self.fin_read)
 
     @property
     def unacked_received_bytes(self) -> int:
