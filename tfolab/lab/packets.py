@@ -9,10 +9,11 @@ Rules:
 - Only connections the measured part opened are compared: the model's
   connections that carry a measured iteration, the capture's connections whose
   SYN it saw. Both are numbered 1, 2, ... in the order their SYNs left.
-- Times are compared from each connection's SYN arrival (the capture stamps
-  arrivals), so host time between iterations does not count; the band is the
-  scenario's widest iteration tolerance (ticks on the path, packets x the
-  backend's error, host overhead).
+- Times are arrivals (the capture stamps a packet when it leaves the delay),
+  each counted from the start of the iteration the model puts the segment in:
+  the model's own start against the measured one, so host time between
+  iterations does not add up. The band is the scenario's widest iteration
+  tolerance (ticks on the path, packets x the backend's error, host overhead).
 - A cookie's bytes are the server's secret: the model names a cookie, the
   capture shows its bytes; only presence and option kind are compared.
 - Every disagreement is one sentence; an empty list means they agree.
@@ -20,11 +21,12 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tfolab.model import Segment, Simulation
+from tfolab.model import AppCall, Segment, Simulation
 from tfolab.runner.protocol import CapturedRow
 
 
@@ -39,7 +41,8 @@ class Row:
     ack: int | None
     length: int
     options: tuple[str, ...]
-    arrived_ms: float  # from the connection's SYN arrival
+    arrived_ms: float  # on the side's own clock (the model's, or the capture's)
+    iteration: int = 0  # the model's; 0 for a captured segment
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -72,12 +75,34 @@ def model_rows(sim: Simulation) -> list[Row]:
     segments = [e for e in sim.events if isinstance(e, Segment)]
     measured = {s.connection for s in segments if s.iteration >= 1}
     chosen = [s for s in segments if s.connection in measured]
-    return _rows(
+    rows = _rows(
         [
             (s.connection, s.sender, s.flags, s.seq, s.ack, s.length, s.options, s.arrived_ms)
             for s in chosen
         ]
     )
+    return [
+        dataclasses.replace(row, iteration=segment.iteration)
+        for row, segment in zip(rows, sorted(chosen, key=lambda s: s.arrived_ms), strict=True)
+    ]
+
+
+def model_starts(sim: Simulation) -> dict[int, float]:
+    """When the model starts each iteration (its headline's first call); 0 for the setup."""
+    by_id = {e.id: e for e in sim.events}
+    starts = {0: _setup_start(sim)}
+    for prediction in sim.predictions:
+        if prediction.path:
+            starts[prediction.i] = by_id[prediction.path[0]].time_ms
+    return starts
+
+
+def _setup_start(sim: Simulation) -> float:
+    """The first call on a measured connection: its connect (write-write-read's setup)."""
+    segments = [e for e in sim.events if isinstance(e, Segment)]
+    measured = {s.connection for s in segments if s.iteration >= 1}
+    calls = [e for e in sim.events if isinstance(e, AppCall) and e.connection in measured]
+    return calls[0].time_ms if calls else 0.0
 
 
 def captured_rows(captured: Sequence[CapturedRow]) -> list[Row]:
@@ -94,33 +119,60 @@ _Raw = tuple[int, str, tuple[str, ...], int, int | None, int, tuple[str, ...], f
 
 
 def _rows(raw: list[_Raw]) -> list[Row]:
-    """Renumber connections by SYN order; times from each connection's SYN arrival."""
+    """Connections renumbered in the order their SYNs arrived, rows in arrival order."""
     syn_at: dict[int, float] = {}
     for connection, sender, flags, *_rest, arrived in sorted(raw, key=lambda r: r[-1]):
         if "SYN" in flags and "ACK" not in flags and sender == "client":
             syn_at.setdefault(connection, arrived)
     number = {old: new for new, old in enumerate(sorted(syn_at, key=syn_at.__getitem__), 1)}
     return [
-        Row(number[c], sender, flags, seq, ack, length, comparable_options(opts), t - syn_at[c])
+        Row(number[c], sender, flags, seq, ack, length, comparable_options(opts), t)
         for c, sender, flags, seq, ack, length, opts, t in sorted(raw, key=lambda r: r[-1])
         if c in number
     ]
 
 
-def packet_diff(model: list[Row], kernel: list[Row], band_ms: float) -> list[str]:
-    """One sentence per disagreement between the model's and the kernel's segments."""
+def packet_diff(
+    model: list[Row],
+    kernel: list[Row],
+    band_ms: float,
+    model_start: dict[int, float],
+    kernel_start: dict[int, float],
+) -> list[str]:
+    """One sentence per disagreement between the model's and the kernel's segments.
+
+    `model_start` and `kernel_start` give each iteration's start on each clock;
+    an iteration missing from either is not timed.
+    """
+    clocks = _Clocks(model_start, kernel_start, band_ms)
     sentences: list[str] = []
     connections = sorted({r.connection for r in model} | {r.connection for r in kernel})
     for connection in connections:
         for sender in ("client", "server"):
             ours = [r for r in model if r.connection == connection and r.sender == sender]
             theirs = [r for r in kernel if r.connection == connection and r.sender == sender]
-            sentences += _direction(connection, sender, ours, theirs, band_ms)
+            sentences += _direction(connection, sender, ours, theirs, clocks)
     return sentences
 
 
+@dataclass(frozen=True)
+class _Clocks:
+    model_start: dict[int, float]
+    kernel_start: dict[int, float]
+    band_ms: float
+
+    def late(self, ours: Row, theirs: Row) -> tuple[float, float] | None:
+        """(kernel, model) arrival from the iteration's start, where both starts are known."""
+        if ours.iteration not in self.model_start or ours.iteration not in self.kernel_start:
+            return None
+        return (
+            theirs.arrived_ms - self.kernel_start[ours.iteration],
+            ours.arrived_ms - self.model_start[ours.iteration],
+        )
+
+
 def _direction(
-    connection: int, sender: str, model: list[Row], kernel: list[Row], band_ms: float
+    connection: int, sender: str, model: list[Row], kernel: list[Row], clocks: _Clocks
 ) -> list[str]:
     where = f"connection {connection}, {sender}"
     said: list[str] = []
@@ -130,12 +182,12 @@ def _direction(
     for tag, a0, a1, b0, b1 in matcher.get_opcodes():
         if tag == "equal":
             for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
-                late = theirs.arrived_ms - ours.arrived_ms
-                if abs(late) > band_ms:
+                times = clocks.late(ours, theirs)
+                if times is not None and abs(times[0] - times[1]) > clocks.band_ms:
                     said.append(
-                        f"{where}: {ours.words()} arrived at {theirs.arrived_ms:.2f} ms "
-                        f"(from the SYN), the model said {ours.arrived_ms:.2f} ms "
-                        f"± {band_ms:.2f}"
+                        f"{where}: {ours.words()} arrived {times[0]:.2f} ms into iteration "
+                        f"{ours.iteration}; the model said {times[1]:.2f} ms "
+                        f"± {clocks.band_ms:.2f}"
                     )
             continue
         if tag in ("replace", "delete") and a1 - a0 == b1 - b0:

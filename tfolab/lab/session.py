@@ -61,6 +61,7 @@ class Measurement:
     predicted_ms: float
     tolerance_ms: float
     connect_ms: float | None = None  # connect()/sendto() return, measured (rr scenarios)
+    start_ms: float | None = None  # when it started, on the captured segments' clock
 
     @property
     def ok(self) -> bool | None:
@@ -111,7 +112,10 @@ class ScenarioResult:
             return
         model = packets.model_rows(self.simulation)
         kernel = packets.captured_rows(self.captured)
-        self.packet_diff = packets.packet_diff(model, kernel, self.band_ms)
+        starts = {m.i: m.start_ms for m in self.measurements if m.start_ms is not None}
+        self.packet_diff = packets.packet_diff(
+            model, kernel, self.band_ms, packets.model_starts(self.simulation), {0: 0.0, **starts}
+        )
         if self.capture_lost:
             self.packet_diff.append(f"the capture lost {self.capture_lost} segments")
 
@@ -338,6 +342,7 @@ async def run(
             if 0 < event.i <= len(scenario.measurements):
                 measurement = scenario.measurements[event.i - 1]
                 measurement.measured_ms = event.measured_ms
+                measurement.start_ms = event.start_ms
                 if scenario.planned.config.pattern == "rr":
                     measurement.connect_ms = event.connect_ms
         elif isinstance(event, Captured) and event.scenario in by_name:

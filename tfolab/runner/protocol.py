@@ -62,13 +62,15 @@ class Note(msgspec.Struct, frozen=True, tag="note", tag_field="event"):
 
 
 class Iteration(msgspec.Struct, frozen=True, tag="iteration", tag_field="event"):
-    """One measured iteration: the headline, and connect()'s return where there is one."""
+    """One measured iteration: the headline, connect()'s return where there is one, and when it
+    started (the captured segments' clock)."""
 
     scenario: str
     i: int
     measured_ms: float
     connect_ms: float
     syn_data_acked: bool
+    start_ms: float = 0.0  # the iteration's first call, from the scenario's first measured call
 
 
 class CapturedRow(msgspec.Struct, frozen=True):

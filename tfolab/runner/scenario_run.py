@@ -155,7 +155,7 @@ def run_scenario(
                 )
                 _check(samples, f"iteration {i}")
                 measured.append(samples[0])
-                _emit_sample(emit, scenario.name, i, config, samples[0])
+                _emit_sample(emit, scenario.name, i, config, samples[0], measured[0])
         else:
             samples = native.run_client(
                 client_options(config, network.destination, server.port, scenario.iterations)
@@ -163,7 +163,7 @@ def run_scenario(
             _check(samples, "the connection")
             measured += samples
             for i, sample in enumerate(samples, start=1):
-                _emit_sample(emit, scenario.name, i, config, sample)
+                _emit_sample(emit, scenario.name, i, config, sample, samples[0])
         if network.capture is not None:
             emit(_captured(network, scenario.name, measured))
         after = netstack.read_tcpext()
@@ -215,8 +215,15 @@ def _opened(result: CaptureResult, origin: int) -> set[int]:
 
 
 def _emit_sample(
-    emit: Emit, name: str, i: int, config: ScenarioConfig, sample: native.Sample
+    emit: Emit,
+    name: str,
+    i: int,
+    config: ScenarioConfig,
+    sample: native.Sample,
+    first: native.Sample,
 ) -> None:
+    # A round of write-write-read starts at its first write; a fresh connection at its call.
+    start_ns = sample.write_ns[0] if config.pattern == "wwr" else sample.connect_start_ns
     emit(
         Iteration(
             scenario=name,
@@ -224,6 +231,7 @@ def _emit_sample(
             measured_ms=round(headline_ms(config, sample), 3),
             connect_ms=round(sample.connect_ms, 3),
             syn_data_acked=sample.syn_data_acked,
+            start_ms=round((start_ns - first.connect_start_ns) / 1e6, 4),
         )
     )
 
