@@ -113,3 +113,22 @@ def set_loopback(up: bool = True, mtu: int | None = None) -> None:
         flags = struct.unpack_from("H", flags_req, 16)[0]
         flags = flags | IFF_UP if up else flags & ~IFF_UP
         fcntl.ioctl(sock, SIOCSIFFLAGS, name + struct.pack("H", flags) + b"\0" * 22)
+
+
+SIOCETHTOOL = 0x8946
+ETHTOOL_STSO = 0x1F  # TCP segmentation offload
+ETHTOOL_SGSO = 0x24  # generic segmentation offload
+
+
+def set_segmentation_offload(on: bool, device: str = "lo") -> None:
+    """Turn TSO and GSO of the namespace's `device` on or off (two SIOCETHTOOL ioctls).
+
+    With them on, loopback hands TCP super-segments of up to 64 KiB to the
+    stack, and a capture shows each write whole; with them off, TCP cuts every
+    segment to the MSS, as on a real link. Labs about segment sizes turn them off.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for command in (ETHTOOL_STSO, ETHTOOL_SGSO):
+            value = ctypes.create_string_buffer(struct.pack("II", command, int(on)), 8)
+            request = device.encode().ljust(16, b"\0") + struct.pack("P", ctypes.addressof(value))
+            fcntl.ioctl(sock, SIOCETHTOOL, request.ljust(40, b"\0"))

@@ -67,6 +67,8 @@ class LabNetwork:
 
 def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     netns.set_loopback(True, config.mtu)
+    # Below loopback's own MTU the lab is about real segment sizes: no super-segments.
+    netns.set_segmentation_offload(config.mtu >= LOOPBACK_MTU)
     netstack.write_sysctl("net.ipv4.tcp_fastopen", config.fastopen_sysctl)
     netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
     netstack.write_sysctl("net.ipv4.tcp_autocorking", int(network.autocorking_for(config)))
@@ -203,6 +205,7 @@ def _captured(network: LabNetwork, name: str, measured: list[native.Sample]) -> 
 
 
 TAIL_MS = 60.0
+LOOPBACK_MTU = 65536
 
 
 def _opened(result: CaptureResult, origin: int) -> set[int]:
