@@ -16,6 +16,9 @@ Rules:
   tolerance (ticks on the path, packets x the backend's error, host overhead).
 - A cookie's bytes are the server's secret: the model names a cookie, the
   capture shows its bytes; only presence and option kind are compared.
+- Where the model names a race it cannot decide (a delayed-ACK timer due
+  within the application's reaction time, Timer.race), the ACK that leaves
+  when the timer wins is an optional segment: the kernel may send it or not.
 - Every disagreement is one sentence; an empty list means they agree.
 """
 
@@ -26,7 +29,7 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tfolab.model import AppCall, Segment, Simulation
+from tfolab.model import AppCall, Segment, Simulation, Timer
 from tfolab.runner.protocol import CapturedRow
 
 
@@ -43,6 +46,7 @@ class Row:
     options: tuple[str, ...]
     arrived_ms: float  # on the side's own clock (the model's, or the capture's)
     iteration: int = 0  # the model's; 0 for a captured segment
+    optional: bool = False  # the model's: an ACK that leaves only if a timer wins a race
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -81,10 +85,36 @@ def model_rows(sim: Simulation) -> list[Row]:
             for s in chosen
         ]
     )
-    return [
+    rows = [
         dataclasses.replace(row, iteration=segment.iteration)
         for row, segment in zip(rows, sorted(chosen, key=lambda s: s.arrived_ms), strict=True)
     ]
+    return _with_race_acks(
+        sim,
+        rows,
+        {
+            s.id: row
+            for s, row in zip(sorted(chosen, key=lambda s: s.arrived_ms), rows, strict=True)
+        },
+    )
+
+
+def _with_race_acks(sim: Simulation, rows: list[Row], row_of: dict[int, Row]) -> list[Row]:
+    """Add, before each segment that won a race against a delayed-ACK timer, the optional
+    pure ACK the timer sends when it wins instead."""
+    optional: dict[int, Row] = {}
+    for timer in (e for e in sim.events if isinstance(e, Timer) and e.race):
+        carrier = row_of.get(timer.caused_by) if timer.caused_by is not None else None
+        if carrier is not None:
+            optional[id(carrier)] = dataclasses.replace(
+                carrier, flags=("ACK",), length=0, options=("TS",), optional=True
+            )
+    out: list[Row] = []
+    for row in rows:
+        if id(row) in optional:
+            out.append(optional[id(row)])
+        out.append(row)
+    return out
 
 
 def model_starts(sim: Simulation) -> dict[int, float]:
@@ -174,7 +204,16 @@ class _Clocks:
 def _direction(
     connection: int, sender: str, model: list[Row], kernel: list[Row], clocks: _Clocks
 ) -> list[str]:
+    """The fewest disagreements over the ways the model's races can go."""
     where = f"connection {connection}, {sender}"
+    certain = [r for r in model if not r.optional]
+    said = _align(where, certain, kernel, clocks)
+    if len(certain) < len(model):
+        said = min(said, _align(where, model, kernel, clocks), key=len)
+    return said
+
+
+def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[str]:
     said: list[str] = []
     matcher = difflib.SequenceMatcher(
         a=[r.key for r in model], b=[r.key for r in kernel], autojunk=False

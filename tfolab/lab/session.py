@@ -122,7 +122,7 @@ class ScenarioResult:
     @property
     def packets_matching(self) -> tuple[int, int]:
         """(segments that agree, segments the model has), for the table's packets column."""
-        total = len(packets.model_rows(self.simulation))
+        total = sum(1 for row in packets.model_rows(self.simulation) if not row.optional)
         return max(total - len(self.packet_diff), 0), total
 
     def to_json(self, *, measured: bool) -> dict[str, Any]:

@@ -56,6 +56,8 @@ def arm(
         ato_ms = env.clock.jiffies_to_ms(expiry - sock.jiffies(now))
         why = _why_held(sock, ato_ms)
     sock.delack_fire_ns = fire_ns
+    sock.delack_armed_ns = now
+    sock.delack_ato_jiffies = expiry - sock.jiffies(now)
     sock.delack_event = env.recorder.timer(
         now,
         fire_ns,

@@ -125,6 +125,9 @@ class Timer:
     explanation: str
     cause: str
     caused_by: int | None
+    # cancelled, but the timer could have beaten the application's send: on a
+    # real machine the ACK may then leave on its own just before that segment
+    race: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {"kind": "timer", **asdict(self)}
@@ -246,6 +249,7 @@ class Recorder:
         explanation: str,
         cause: str,
         caused_by: int | None,
+        race: bool = False,
     ) -> Timer:
         event = Timer(
             id=self._id(),
@@ -259,6 +263,7 @@ class Recorder:
             explanation=explanation,
             cause=cause,
             caused_by=caused_by,
+            race=race,
         )
         self._add(event)
         return event

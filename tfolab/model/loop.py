@@ -60,6 +60,7 @@ class World:
         hz: int,
         tick_phase_ns: int,
         receive_space_bytes: int = DEFAULT_RECEIVE_SPACE,
+        app_reaction_ns: int = 1_000_000,
     ) -> None:
         self.config = config
         self.iterations = iterations
@@ -74,6 +75,7 @@ class World:
             transmit=self._transmit,
             call_at=self._at,
             wscale=initial_wscale(receive_space_bytes),
+            app_reaction_ns=app_reaction_ns,
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(

@@ -97,6 +97,14 @@ def _ack_sent(sock: TcpSock, now: int, event_id: int, what: str) -> None:
     sock.env.rules.ack_sent(sock.ack)
     if sock.delack_fire_ns is None:
         return
+    race = what != "ACK" and _timer_may_win(sock, now)
+    explanation = f"no delayed ACK needed: the {what} segment carries the ACK"
+    if race:
+        explanation += (
+            "; but a race: the timer was due within the application's reaction time "
+            f"(armed for {sock.delack_ato_jiffies} jiffies), so on a real machine the tick "
+            "may come first and the ACK leave on its own just before (both are the kernel's)"
+        )
     sock.env.recorder.timer(
         now,
         sock.delack_fire_ns,
@@ -105,11 +113,26 @@ def _ack_sent(sock: TcpSock, now: int, event_id: int, what: str) -> None:
         side=sock.side,
         name="delack",
         action="cancelled",
-        explanation=f"no delayed ACK needed: the {what} segment carries the ACK",
+        explanation=explanation,
         cause="an ACK left",
         caused_by=event_id,
+        race=race,
     )
     sock.delack_fire_ns = None
+
+
+def _timer_may_win(sock: TcpSock, now: int) -> bool:
+    """Could the delayed-ACK timer fire before an application sending at `now` really does?
+
+    A timer armed for `ato` jiffies fires on the first tick after its expiry:
+    with the tick's phase unknown, as early as (ato - 1) ticks after arming
+    (at the very next tick for ato 0, a Fast Open child that never ran
+    tcp_event_data_recv). The application sends up to app_reaction later
+    than the model's instant.
+    """
+    tick_ns = 1_000_000_000 // sock.env.clock.hz
+    earliest = sock.delack_armed_ns + max(sock.delack_ato_jiffies - 1, 0) * tick_ns
+    return now + sock.env.app_reaction_ns > earliest
 
 
 def send_ack(sock: TcpSock, now: int, explanation: str, cause: str, caused_by: int | None) -> int:

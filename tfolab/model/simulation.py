@@ -84,6 +84,7 @@ def simulate(
         hz=hz,
         tick_phase_ns=ms_to_ns(phase),
         receive_space_bytes=receive_space_bytes,
+        app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
     )
     world.run()
     events = world.recorder.timeline()

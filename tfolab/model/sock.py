@@ -86,6 +86,8 @@ class TcpSock:
         self.ack = AckState(rcv_mss=rcv_mss)
         self.delack_fire_ns: int | None = None  # when the armed delayed-ACK timer fires
         self.delack_event: int | None = None  # the Timer event that armed it
+        self.delack_armed_ns = 0  # when it was armed
+        self.delack_ato_jiffies = 0  # for how many jiffies (expiry - jiffies then)
         # the handshake and Fast Open
         self.syn_plan: SynPlan | None = None  # client: what its SYN carried
         self.cookie_cache: CookieCache | None = None  # client: its tcp_metrics entry

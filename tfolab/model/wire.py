@@ -60,6 +60,9 @@ class Env:
     transmit: Callable[[Wire, int], None]  # put a wire on the link, arriving at t
     call_at: Callable[[int, Action], None]  # run the action at t (a timer's deadline)
     wscale: int = 7  # the window scale both sides announce (window.initial_wscale)
+    # How late a real application may react to what woke it (scheduling): an
+    # event the model puts at the same instant can lose a race to a timer tick.
+    app_reaction_ns: int = 1_000_000
 
     def count(self, name: str, counting: bool) -> None:
         if counting:
