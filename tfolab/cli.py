@@ -20,7 +20,7 @@ from tfolab.runner.backends import BACKEND_CHOICES
 
 if TYPE_CHECKING:
     from tfolab.lab.catalog import Lab
-    from tfolab.lab.session import PlannedScenario
+    from tfolab.lab.session import LabResult, PlannedScenario
     from tfolab.runner.protocol import Event
 
 
@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
             help="iterations per scenario (default: the lab's)",
         )
         command.add_argument("--json", action="store_true", help="one JSON object")
+        command.add_argument(
+            "--pcap",
+            metavar="FILE",
+            help="write the kernel's captured packets (run) or the model's predicted ones "
+            "(simulate) to FILE, for tcpdump -r or Wireshark",
+        )
         if name == "simulate":
             command.add_argument(
                 "--ladder",
@@ -189,6 +195,10 @@ def _prepare(args: argparse.Namespace) -> tuple[Lab, list[PlannedScenario], floa
     delay_ms = session.parse_delay(args.delay)
     settings = session.parse_set_options(args.set)
     lab = find_lab(args.lab, args.labs_dir)
+    if args.pcap:
+        from tfolab.lab.pcap import check_writable
+
+        check_writable(args.pcap)  # before anything runs
     planned = session.plan(lab, args.scenario, args.iterations, settings)
     if args.command == "run":
         session.check_run(planned, delay_ms, args.backend)
@@ -202,6 +212,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
     lab, planned, delay_ms = _prepare(args)
     result = session.predict(lab, planned, delay_ms)
+    if args.pcap:
+        from tfolab.lab import pcap
+
+        written = pcap.write_simulated(
+            pcap.check_writable(args.pcap), (s.simulation for s in result.scenarios)
+        )
+        print(f"tfolab: {written} predicted packets written to {args.pcap}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
         return 0
@@ -222,6 +239,8 @@ def _run(args: argparse.Namespace) -> int:
     lab, planned, delay_ms = _prepare(args)
     progress = None if args.json else _print_progress
     result = asyncio.run(session.run(lab, planned, delay_ms, args.backend, progress))
+    if args.pcap:
+        _save_capture(args.pcap, result)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:
@@ -259,6 +278,17 @@ def _run(args: argparse.Namespace) -> int:
     for name, sentence in result.packet_failures:
         print(f"tfolab: {lab.name}/{name}: {sentence}", file=sys.stderr)
     return 1 if result.failures or result.packet_failures else 0
+
+
+def _save_capture(path: str, result: LabResult) -> None:
+    from tfolab.lab import pcap
+
+    frames = [frame for s in result.scenarios for frame in s.frames]
+    if result.capture_off:
+        print(f"tfolab: nothing written to {path}: {result.capture_off}", file=sys.stderr)
+        return
+    written = pcap.write_captured(pcap.check_writable(path), frames)
+    print(f"tfolab: {written} captured packets written to {path}", file=sys.stderr)
 
 
 def _print_progress(event: Event) -> None:

@@ -62,6 +62,8 @@ CASES = [
         "--backend none adds no delay: use --delay 0, or another backend",
     ),
     (["handshake", "--labs-dir", "/nonexistent/labs"], "/nonexistent/labs does not exist"),
+    (["handshake", "--pcap", "/nonexistent/x.pcap"], "the folder /nonexistent does not exist"),
+    (["handshake", "--pcap", "/"], "--pcap /: that is a folder"),
 ]
 IDS = [" ".join(args) for args, _ in CASES]
 
