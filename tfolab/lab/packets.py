@@ -162,6 +162,38 @@ def _rows(raw: list[_Raw]) -> list[Row]:
     ]
 
 
+@dataclass(frozen=True)
+class Pair:
+    """One step of the alignment: a model row, a kernel row, or both; and what is wrong."""
+
+    model: Row | None
+    kernel: Row | None
+    sentence: str = ""  # "" where they agree
+
+
+def pairs(
+    model: list[Row],
+    kernel: list[Row],
+    band_ms: float,
+    model_start: dict[int, float],
+    kernel_start: dict[int, float],
+) -> list[Pair]:
+    """The model's and the kernel's segments aligned, each pair with its disagreement.
+
+    `model_start` and `kernel_start` give each iteration's start on each clock;
+    an iteration missing from either is not timed.
+    """
+    clocks = _Clocks(model_start, kernel_start, band_ms)
+    aligned: list[Pair] = []
+    connections = sorted({r.connection for r in model} | {r.connection for r in kernel})
+    for connection in connections:
+        for sender in ("client", "server"):
+            ours = [r for r in model if r.connection == connection and r.sender == sender]
+            theirs = [r for r in kernel if r.connection == connection and r.sender == sender]
+            aligned += _direction(f"connection {connection}, {sender}", ours, theirs, clocks)
+    return aligned
+
+
 def packet_diff(
     model: list[Row],
     kernel: list[Row],
@@ -169,20 +201,10 @@ def packet_diff(
     model_start: dict[int, float],
     kernel_start: dict[int, float],
 ) -> list[str]:
-    """One sentence per disagreement between the model's and the kernel's segments.
-
-    `model_start` and `kernel_start` give each iteration's start on each clock;
-    an iteration missing from either is not timed.
-    """
-    clocks = _Clocks(model_start, kernel_start, band_ms)
-    sentences: list[str] = []
-    connections = sorted({r.connection for r in model} | {r.connection for r in kernel})
-    for connection in connections:
-        for sender in ("client", "server"):
-            ours = [r for r in model if r.connection == connection and r.sender == sender]
-            theirs = [r for r in kernel if r.connection == connection and r.sender == sender]
-            sentences += _direction(connection, sender, ours, theirs, clocks)
-    return sentences
+    """One sentence per disagreement between the model's and the kernel's segments."""
+    return [
+        p.sentence for p in pairs(model, kernel, band_ms, model_start, kernel_start) if p.sentence
+    ]
 
 
 @dataclass(frozen=True)
@@ -201,20 +223,23 @@ class _Clocks:
         )
 
 
-def _direction(
-    connection: int, sender: str, model: list[Row], kernel: list[Row], clocks: _Clocks
-) -> list[str]:
+def _direction(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
     """The fewest disagreements over the ways the model's races can go."""
-    where = f"connection {connection}, {sender}"
     certain = [r for r in model if not r.optional]
-    said = _align(where, certain, kernel, clocks)
+    best = _align(where, certain, kernel, clocks)
     if len(certain) < len(model):
-        said = min(said, _align(where, model, kernel, clocks), key=len)
-    return said
+        other = _align(where, model, kernel, clocks)
+        if _said(other) < _said(best):
+            best = other
+    return best
 
 
-def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[str]:
-    said: list[str] = []
+def _said(aligned: list[Pair]) -> int:
+    return sum(1 for p in aligned if p.sentence)
+
+
+def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
+    aligned: list[Pair] = []
     matcher = difflib.SequenceMatcher(
         a=[r.key for r in model], b=[r.key for r in kernel], autojunk=False
     )
@@ -222,28 +247,42 @@ def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> 
         if tag == "equal":
             for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
                 times = clocks.late(ours, theirs)
+                sentence = ""
                 if times is not None and abs(times[0] - times[1]) > clocks.band_ms:
-                    said.append(
+                    sentence = (
                         f"{where}: {ours.words()} arrived {times[0]:.2f} ms into iteration "
                         f"{ours.iteration}; the model said {times[1]:.2f} ms "
                         f"± {clocks.band_ms:.2f}"
                     )
+                aligned.append(Pair(ours, theirs, sentence))
             continue
         if tag in ("replace", "delete") and a1 - a0 == b1 - b0:
             for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
-                said.append(
-                    f"{where}: the kernel sent {theirs.words()} at {theirs.arrived_ms:.2f} ms "
-                    f"where the model has {ours.words()}"
+                aligned.append(
+                    Pair(
+                        ours,
+                        theirs,
+                        f"{where}: the kernel sent {theirs.words()} at {theirs.arrived_ms:.2f} ms "
+                        f"where the model has {ours.words()}",
+                    )
                 )
             continue
         for ours in model[a0:a1]:
-            said.append(
-                f"{where}: the model has {ours.words()} at {ours.arrived_ms:.2f} ms; "
-                "the kernel sent no such segment"
+            aligned.append(
+                Pair(
+                    ours,
+                    None,
+                    f"{where}: the model has {ours.words()} at {ours.arrived_ms:.2f} ms; "
+                    "the kernel sent no such segment",
+                )
             )
         for theirs in kernel[b0:b1]:
-            said.append(
-                f"{where}: the kernel sent {theirs.words()} at {theirs.arrived_ms:.2f} ms; "
-                "the model has no such segment"
+            aligned.append(
+                Pair(
+                    None,
+                    theirs,
+                    f"{where}: the kernel sent {theirs.words()} at {theirs.arrived_ms:.2f} ms; "
+                    "the model has no such segment",
+                )
             )
-    return said
+    return aligned

@@ -12,12 +12,15 @@ Rules:
 - Events are the model's own classes (tfolab.model.events), told apart with
   isinstance; a Note on "both" sides spans the arrow area.
 - Every character is one cell wide; labels that do not fit are cut with "…".
+- An arrow's role is its sender's ("client" or "server") unless `arrow_roles`
+  names another for its owner (the kernel's captured segments drawn over the
+  model's are "captured").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tfolab.model.events import AppCall, Event, Segment, Timer
@@ -32,7 +35,7 @@ NO_OWNER = -1
 
 # Roles the widget styles: "axis", "gutter", "client" (arrow client->server),
 # "server" (arrow server->client), "app", "timer", "note", "break",
-# "iteration", "measured".
+# "iteration", "measured", and any role `arrow_roles` gives an arrow ("captured").
 Cell = tuple[str, str, int]  # (char, role, owner)
 
 _BOX = {
@@ -176,8 +179,12 @@ def layout(
     width: int,
     one_way_delay_ms: float,
     markers: dict[int, str] | None = None,
+    arrow_roles: Mapping[int, str] | None = None,
 ) -> LadderLayout:
-    """Place every event on rows and draw axes, arrows and annotations."""
+    """Place every event on rows and draw axes, arrows and annotations.
+
+    `arrow_roles` gives some arrows (by event index) a role other than their sender's.
+    """
     geometry = Geometry(max(width, GUTTER + 2 * MIN_ANNOTATION + 12))
     scale = choose_scale(one_way_delay_ms)
     marks = build_marks(events, markers)
@@ -228,7 +235,8 @@ def layout(
             sends[mark.owner] = (mark, mark_row)
         elif mark.kind == "arrive":
             send, send_row = sends[mark.owner]
-            labels.append(grid.arrow(send, send_row, mark_row))
+            role = (arrow_roles or {}).get(mark.owner)
+            labels.append(grid.arrow(send, send_row, mark_row, role))
         else:
             texts.append((mark, mark_row))
     for draw_label in labels:
@@ -305,13 +313,15 @@ class _Grid:
         else:
             self.text(row, g.server_x + 2, mark.text, mark.kind, mark.owner, limit=g.width)
 
-    def arrow(self, send: Mark, first: int, last: int) -> Callable[[], None]:
+    def arrow(
+        self, send: Mark, first: int, last: int, role: str | None = None
+    ) -> Callable[[], None]:
         """A stepped slant from the sender's axis (row first) to the receiver's (row last).
 
         Returns the drawing of its label, for the caller to do after every line.
         """
         g = self.geometry
-        role = "client" if send.side == "client" else "server"
+        role = role or ("client" if send.side == "client" else "server")
         left, right = g.client_x + 1, g.server_x - 1
         span = right - left + 1
         rows = last - first + 1

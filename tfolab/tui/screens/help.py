@@ -27,6 +27,8 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("Lab", "home / 0", "restart from the first step"),
     ("Lab", "+ / -", "play faster / slower"),
     ("Lab", "r", "run the scenario for real (measured beside predicted)"),
+    ("Lab", "c", "ladder: model → kernel's captured packets → both"),
+    ("Lab", "w", "save the last run's packets as a pcap (here)"),
     ("Lab", "g", "the lab's guide"),
     ("Lab", "s", "hide / show the parameters panel"),
     ("Lab", "tab", "move between ladder, delay, scenario, switches"),

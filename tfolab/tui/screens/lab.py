@@ -9,10 +9,18 @@ Rules:
   loop; the runner's events come back as RunProgress messages. A UserError
   becomes the banner (reason and fix), never a crash. No socket or subprocess
   code here: tfolab.lab.session owns all of that.
+- The ladder shows one of three views (`ladder_view`: model, captured, both;
+  `c` cycles them). What each draws comes from tfolab.view.captured; the
+  steps are the drawn events in time order, so stepping and play work the same
+  in every view. A view change keeps the step at the same moment.
+- The last measured result is kept (`last_run`) so `w` saves its capture as a
+  pcap in the current folder even after the parameters changed; without a
+  capture the banner says why.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import ClassVar
 
 from textual import on, work
@@ -26,7 +34,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Static
 
 from tfolab.core.errors import UserError
-from tfolab.lab import session
+from tfolab.lab import pcap, session
 from tfolab.lab.catalog import Lab
 from tfolab.lab.session import LabResult
 from tfolab.model.events import Event as ModelEvent
@@ -36,6 +44,15 @@ from tfolab.tui.widgets.ladder import LadderView
 from tfolab.tui.widgets.params import LabParams, ParamsPanel
 from tfolab.tui.widgets.results import ResultsPanel
 from tfolab.tui.widgets.step_panel import StepPanel
+from tfolab.view.captured import (
+    VIEWS,
+    LadderContent,
+    capture_absent,
+    ladder_content,
+    packets_summary,
+    pcap_file_name,
+    same_moment,
+)
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0)  # steps per second while playing
 DEFAULT_DELAY_MS = 10.0
@@ -53,6 +70,8 @@ class LabScreen(Screen[None]):
         Binding("plus,equals_sign", "faster", "Faster", show=False),
         Binding("minus", "slower", "Slower", show=False),
         Binding("r", "run", "Run for real"),
+        Binding("c", "cycle_view", "Model/captured", show=False),
+        Binding("w", "save_pcap", "Save pcap", show=False),
         Binding("g", "guide", "Guide"),
         Binding("s", "toggle_side", "Panel", show=False),
         Binding("escape", "back", "Back"),
@@ -63,6 +82,7 @@ class LabScreen(Screen[None]):
     speed: reactive[float] = reactive(2.0, init=False)
     result: reactive[LabResult | None] = reactive(None, init=False, always_update=True)
     running: reactive[bool] = reactive(False, init=False)
+    ladder_view: reactive[str] = reactive("model", init=False)
 
     class RunProgress(Message):
         """One runner event, from the real-run worker."""
@@ -82,6 +102,8 @@ class LabScreen(Screen[None]):
         self._play_timer: Timer | None = None
         self._progress_timer: Timer | None = None
         self._pending_progress: list[Event] = []
+        self.content = LadderContent("model", "Ladder")
+        self.last_run: LabResult | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -108,9 +130,8 @@ class LabScreen(Screen[None]):
 
     @property
     def events(self) -> tuple[ModelEvent, ...]:
-        if self.result is None or not self.result.scenarios:
-            return ()
-        return tuple(self.result.scenarios[0].simulation.events)
+        """The steps of the ladder's current view, in time order."""
+        return self.content.events
 
     def simulate(self) -> None:
         """Re-run the model for the current parameters (fast: no I/O)."""
@@ -127,9 +148,23 @@ class LabScreen(Screen[None]):
         if result is None:
             return
         self.sub_title = f"{self.params.scenario} · D = {result.delay_ms:g} ms one way"
-        self.query_one(LadderView).show(result.scenarios[0], result.delay_ms)
+        self._show_ladder()
         self.step = min(self.step, max(len(self.events) - 1, 0))
         self._show_step()
+        if result.measured:
+            self._show_run(result)
+
+    def watch_ladder_view(self, _view: str) -> None:
+        before = self.content
+        self._show_ladder()
+        self.step = same_moment(before, self.step, self.content)
+        self._show_step()
+
+    def _show_ladder(self) -> None:
+        if self.result is None or not self.result.scenarios:
+            return
+        self.content = ladder_content(self.result, self.ladder_view)
+        self.query_one(LadderView).show(self.content, self.result.delay_ms)
 
     def watch_step(self, step: int) -> None:
         self.query_one(LadderView).step = step
@@ -156,7 +191,7 @@ class LabScreen(Screen[None]):
 
     def _show_step(self) -> None:
         status = f"▶ playing x{self.speed:g}" if self.playing else f"‖ x{self.speed:g}"
-        self.query_one(StepPanel).show(self.events, self.step, status)
+        self.query_one(StepPanel).show(self.content, self.step, status)
 
     def _banner(self, text: str, kind: str) -> None:
         banner = self.query_one("#banner", Static)
@@ -202,6 +237,42 @@ class LabScreen(Screen[None]):
 
     def action_slower(self) -> None:
         self.speed = next((s for s in reversed(SPEEDS) if s < self.speed), SPEEDS[0])
+
+    def action_cycle_view(self) -> None:
+        """Model -> captured -> both -> model."""
+        self.ladder_view = VIEWS[(VIEWS.index(self.ladder_view) + 1) % len(VIEWS)]
+
+    def action_save_pcap(self) -> None:
+        """The last run's capture as a pcap in the current folder; the banner says where."""
+        run = self.last_run
+        if run is None:
+            self._banner(
+                "No pcap to save: no real run yet (press r to run this scenario and "
+                "capture its packets).",
+                "off",
+            )
+            return
+        absent = capture_absent(run)
+        frames = [frame for scenario in run.scenarios for frame in scenario.frames]
+        if absent or not frames:
+            self._banner(f"No pcap to save: {absent or 'the last run sent back no frames'}.", "off")
+            return
+        scenario = run.scenarios[0].planned.name
+        name = pcap_file_name(run.lab, scenario, datetime.now())
+        try:
+            path = pcap.check_writable(name)
+            count = pcap.write_captured(path, frames)
+        except UserError as err:
+            self._banner(f"Cannot save the pcap: {err.reason}. {err.fix}", "error")
+            return
+        except (OSError, ValueError) as err:
+            self._banner(f"Cannot save the pcap {name}: {err}", "error")
+            return
+        self._banner(
+            f"Saved {count} packets of {run.lab}/{scenario} to {path.resolve()} "
+            "(open it in Wireshark, or tcpdump -nr).",
+            "ok",
+        )
 
     def action_guide(self) -> None:
         from tfolab.tui.screens.guide import GuideScreen
@@ -262,11 +333,21 @@ class LabScreen(Screen[None]):
         self._after_run(result, params)
 
     def _after_run(self, result: LabResult, params: LabParams) -> None:
+        if params == self.params:
+            self.result = result  # watch_result shows the run
+        else:
+            self._show_run(result)
+
+    def _show_run(self, result: LabResult) -> None:
+        """A measured result: the results panel, and the banner's verdict on it."""
+        self.last_run = result
         self.query_one(ResultsPanel).show_result(result)
+        packets = packets_summary(result)
+        packets_ok = not capture_absent(result) and not result.packet_failures
         if result.backend == "none":
             self._banner(
                 "Measured WITHOUT delay emulation (backend none): times show the "
-                "bare loopback, not the delay you asked for.",
+                f"bare loopback, not the delay you asked for. {packets}",
                 "warning",
             )
         else:
@@ -278,11 +359,10 @@ class LabScreen(Screen[None]):
             )
             notes = f" · {'; '.join(result.notes)}" if result.notes else ""
             self._banner(
-                f"Measured on Linux {result.kernel_release} via {result.backend}: {verdict}{notes}",
-                "ok" if not failures else "warning",
+                f"Measured on Linux {result.kernel_release} via {result.backend}: {verdict}"
+                f" · {packets}{notes}",
+                "ok" if not failures and packets_ok else "warning",
             )
-        if params == self.params:
-            self.result = result
 
     def _post_progress(self, event: Event) -> None:
         self.post_message(self.RunProgress(event))

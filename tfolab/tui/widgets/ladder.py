@@ -9,11 +9,16 @@ Rules:
 - Events after the current step are drawn faded: stepping reveals the story.
 - A click on a row selects the event drawn there (StepClicked), so the mouse
   works as well as the keys.
+- It draws whatever view the screen hands it (tfolab.view.captured's
+  LadderContent: the model's ladder, the captured one, or both): captured
+  arrows over the model's have the role "captured", and the segments that
+  disagree with the model carry the "disagree" style. With nothing to draw it
+  says why instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import textwrap
 from typing import ClassVar
 
 from rich.segment import Segment as RichSegment
@@ -26,8 +31,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tfolab.lab.session import ScenarioResult
-from tfolab.model.events import Event
+from tfolab.view.captured import CAPTURED_ROLE, LadderContent
 from tfolab.view.ladder_layout import NO_OWNER, LadderLayout, layout
 
 ROLES = (
@@ -41,24 +45,9 @@ ROLES = (
     "break",
     "iteration",
     "measured",
+    CAPTURED_ROLE,
 )
-
-
-def critical_path(scenario: ScenarioResult) -> set[int]:
-    """Indexes of the events on any iteration's critical path (the headline's causes)."""
-    ids = {event_id for p in scenario.simulation.predictions for event_id in p.path}
-    return {i for i, event in enumerate(scenario.simulation.events) if event.id in ids}
-
-
-def measured_markers(scenario: ScenarioResult) -> dict[int, str]:
-    """A "measured" note after each iteration's headline end (its path's last event)."""
-    index_of = {event.id: i for i, event in enumerate(scenario.simulation.events)}
-    ends = {p.i: p.path[-1] for p in scenario.simulation.predictions if p.path}
-    markers: dict[int, str] = {}
-    for m in scenario.measurements:
-        if m.measured_ms is not None and ends.get(m.i) in index_of:
-            markers[index_of[ends[m.i]]] = f"▲ measured {m.measured_ms:.1f} ms"
-    return markers
+ARROWS = ("client", "server", CAPTURED_ROLE)
 
 
 class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
@@ -77,6 +66,8 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         "ladder--current",
         "ladder--future",
         "ladder--path",
+        "ladder--disagree",
+        "ladder--message",
     }
 
     step: reactive[int] = reactive(0)
@@ -90,24 +81,26 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._events: Sequence[Event] = ()
+        self._content = LadderContent("model", "Ladder")
         self._delay_ms = 10.0
-        self._markers: dict[int, str] = {}
-        self._path: set[int] = set()
-        self._styles: dict[tuple[str, bool, str], Style] = {}
+        self._styles: dict[tuple[str, bool, str, bool], Style] = {}
         self._layout: LadderLayout | None = None
+        self._message: list[str] = []
         self._built_width = 0
 
     @property
     def ladder_layout(self) -> LadderLayout | None:
         return self._layout
 
-    def show(self, scenario: ScenarioResult, one_way_delay_ms: float) -> None:
-        """Draw a scenario's timeline (after a re-simulation or a real run)."""
-        self._events = scenario.simulation.events
+    @property
+    def message(self) -> str:
+        """What the ladder says instead of arrows ("" when it draws some)."""
+        return " ".join(self._message)
+
+    def show(self, content: LadderContent, one_way_delay_ms: float) -> None:
+        """Draw one view of a scenario (after a re-simulation, a real run or a view change)."""
+        self._content = content
         self._delay_ms = one_way_delay_ms
-        self._markers = measured_markers(scenario)
-        self._path = critical_path(scenario)
         self._rebuild()
 
     def _content_width(self) -> int:
@@ -116,9 +109,18 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
     def _rebuild(self) -> None:
         width = self._content_width()
         self._built_width = width
-        self._layout = layout(self._events, width, self._delay_ms, self._markers)
+        content = self._content
+        self.border_title = content.title
+        if not content.events:
+            self._layout = None
+            self._message = textwrap.wrap(content.empty_text, max(width - 2, 20))
+            self.virtual_size = Size(width, len(self._message) + 1)
+            self.border_subtitle = ""
+            self.refresh()
+            return
+        self._message = []
+        self._layout = layout(content.events, width, self._delay_ms, content.markers, content.roles)
         self.virtual_size = Size(width, self._layout.height + 1)
-        self.border_title = "Ladder"
         self.border_subtitle = self._layout.scale_text()
         self.refresh()
         self.call_after_refresh(self._scroll_to_step)
@@ -152,6 +154,10 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if self._layout is None:
+            if 1 <= y <= len(self._message):
+                style = self.get_component_rich_style("ladder--message")
+                text = " " + self._message[y - 1]
+                return Strip([RichSegment(text, style)]).crop_extend(0, width, None)
             return Strip.blank(width)
         if y == 0:
             style = self.get_component_rich_style("ladder--header")
@@ -165,14 +171,16 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         super().notify_style_update()
         self._styles.clear()
 
-    def _style(self, role: str, on_path: bool, state: str) -> Style:
+    def _style(self, role: str, on_path: bool, state: str, disagree: bool = False) -> Style:
         """The style of a cell, from the component classes, computed once per combination."""
-        key = (role, on_path, state)
+        key = (role, on_path, state, disagree)
         style = self._styles.get(key)
         if style is None:
             style = self.get_component_rich_style(f"ladder--{role}") if role in ROLES else Style()
             if on_path:
                 style += self.get_component_rich_style("ladder--path")
+            if disagree:
+                style += self.get_component_rich_style("ladder--disagree")
             if state:
                 style += self.get_component_rich_style(f"ladder--{state}")
             self._styles[key] = style
@@ -181,16 +189,17 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
     def _row_strip(self, row: int) -> Strip:
         segments: list[RichSegment] = []
         run_text: list[str] = []
-        run_key: tuple[str, bool, str] | None = None
+        run_key: tuple[str, bool, str, bool] | None = None
         step = self.step
         rows = self._layout.rows[row] if self._layout else []
+        path, marked = self._content.path, self._content.sentences
         for char, role, owner in rows:
             if owner == NO_OWNER:
-                key = (role, False, "")
+                key = (role, False, "", False)
             else:
-                on_path = owner in self._path and role in ("client", "server", "timer")
+                on_path = owner in path and role in (*ARROWS, "timer")
                 state = "current" if owner == step else "future" if owner > step else ""
-                key = (role, on_path, state)
+                key = (role, on_path, state, owner in marked and role in ARROWS)
             if key != run_key and run_text and run_key is not None:
                 segments.append(RichSegment("".join(run_text), self._style(*run_key)))
                 run_text = []

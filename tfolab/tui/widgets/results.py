@@ -6,6 +6,8 @@ Rules:
 - Every iteration gets a row: predicted ± tolerance, measured, verdict; the
   bars share one scale so the eye compares them; counters show the measured
   TcpExt delta beside the model's predicted one.
+- Packets: every disagreement between the captured segments and the model's
+  (packet_diff), or that they all agree, or plainly why nothing was captured.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from tfolab.lab.session import LabResult, Measurement
 from tfolab.runner.protocol import Counters, Event, Iteration, Setup
+from tfolab.view.captured import capture_absent
 
 BAR_WIDTH = 14
 
@@ -63,6 +66,25 @@ def counters_text(measured: dict[str, int], predicted: dict[str, int]) -> Text:
     return text
 
 
+def packets_text(result: LabResult) -> Text:
+    """The capture against the model: its disagreements, or why there is no capture."""
+    absent = capture_absent(result)
+    if absent:
+        return Text(f"✗ {absent[0].upper()}{absent[1:]}.", style="yellow")
+    scenario = result.scenarios[0]
+    count = len(scenario.captured or ())
+    if not scenario.packet_diff:
+        return Text(f"✓ all {count} captured segments as the model predicted", style="green")
+    text = Text()
+    plural = "s" if len(scenario.packet_diff) != 1 else ""
+    text.append(f"{len(scenario.packet_diff)} disagreement{plural}", style="bold red")
+    text.append(f" in {count} captured segments (c: see them on the ladder)\n", style="dim")
+    for sentence in scenario.packet_diff:
+        text.append(f"✗ {sentence}\n")
+    text.rstrip()
+    return text
+
+
 class ResultsPanel(Vertical):
     """Hidden until the first real run; then progress, table, bars, counters.
 
@@ -79,6 +101,8 @@ class ResultsPanel(Vertical):
         table.add_columns("#", "model ms", "measured", "ok")
         yield table
         yield Static("", id="bars")
+        yield Label("Packets (kernel vs model)", classes="field-label")
+        yield Static("", id="packets")
         yield Label("Counters (TcpExt)", classes="field-label")
         yield Static("", id="counters")
 
@@ -92,6 +116,7 @@ class ResultsPanel(Vertical):
         progress.display = True
         self.query_one("#measured", DataTable).clear()
         self.query_one("#bars", Static).update("")
+        self.query_one("#packets", Static).update("")
         self.query_one("#counters", Static).update("")
 
     def progress(self, event: Event) -> None:
@@ -107,6 +132,7 @@ class ResultsPanel(Vertical):
             status.update("reading counters…")
 
     def show_result(self, result: LabResult) -> None:
+        self.display = True
         scenario = result.scenarios[0]
         table = self.query_one("#measured", DataTable)
         table.clear()
@@ -122,6 +148,7 @@ class ResultsPanel(Vertical):
         self.query_one("#run-status", Static).update(summary)
         self.query_one("#run-progress", ProgressBar).display = False
         self.query_one("#bars", Static).update(bars(scenario.measurements))
+        self.query_one("#packets", Static).update(packets_text(result))
         self.query_one("#counters", Static).update(
             counters_text(scenario.counters, dict(scenario.simulation.counters))
         )
