@@ -178,7 +178,7 @@ def main() -> None:
     args = parser.parse_args()
     netns.enter_new_netns()
     netns.set_loopback(True)
-    scheduling = netns.prefer_realtime()
+    _, scheduling = netns.prefer_realtime()
     netstack.write_sysctl("net.ipv4.tcp_autocorking", 0)
     install_rule()
     try:

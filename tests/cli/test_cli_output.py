@@ -178,3 +178,12 @@ def test_runner_notes_are_shown(
     )
     cli.main(["run", "fastopen", "--scenario", "cookie", "--delay", "10", "--iterations", "1"])
     assert "server TFO key changed" in capsys.readouterr().err
+
+
+def test_normal_scheduling_widens_the_band_by_the_hosts_slice() -> None:
+    """A user namespace may not raise priority: the band grows by the scheduler's slice."""
+    from tfolab.lab.session import accuracy_for
+
+    rt, normal = accuracy_for("nfqueue", True), accuracy_for("nfqueue", False)
+    assert rt.per_packet_delay_error_ms == normal.per_packet_delay_error_ms
+    assert normal.host_overhead_ms - rt.host_overhead_ms == 3.0

@@ -30,7 +30,13 @@ from tfolab.model.scenario import (
     parse_settings,
 )
 from tfolab.runner import client
-from tfolab.runner.backends import BACKEND_CHOICES, BACKENDS, HOST_OVERHEAD_MS, likely_backend
+from tfolab.runner.backends import (
+    BACKEND_CHOICES,
+    BACKENDS,
+    HOST_OVERHEAD_MS,
+    HOST_OVERHEAD_NORMAL_SCHEDULING_MS,
+    likely_backend,
+)
 from tfolab.runner.protocol import (
     Captured,
     CapturedRow,
@@ -265,10 +271,11 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
         )
 
 
-def accuracy_for(backend: str) -> Accuracy:
+def accuracy_for(backend: str, realtime: bool = True) -> Accuracy:
+    """How exact a run is: the backend's error per packet, and the host's scheduling."""
     return Accuracy(
         per_packet_delay_error_ms=BACKENDS.get(backend, BACKENDS["nfqueue"]).per_packet_error_ms,
-        host_overhead_ms=HOST_OVERHEAD_MS,
+        host_overhead_ms=HOST_OVERHEAD_MS if realtime else HOST_OVERHEAD_NORMAL_SCHEDULING_MS,
     )
 
 
@@ -279,6 +286,7 @@ def predict(
     *,
     backend: str = "nfqueue",
     hz: int | None = None,
+    realtime: bool = True,
 ) -> LabResult:
     """The model alone: every scenario simulated, no measurements."""
     hz = hz or kernel.kernel_hz()[0]
@@ -290,7 +298,7 @@ def predict(
                 one_way_delay_ms=delay_ms,
                 iterations=p.iterations,
                 hz=hz,
-                accuracy=accuracy_for(backend),
+                accuracy=accuracy_for(backend, realtime),
                 receive_space_bytes=kernel.receive_space_bytes()[0],
             )
         except ValueError as err:
@@ -330,7 +338,9 @@ async def run(
             raise UserError(event.reason, event.fix)
         if isinstance(event, Setup):
             # The delay that really ran: backend "none" adds nothing whatever was asked.
-            result = predict(lab, planned, event.delay_ms, backend=event.backend)
+            result = predict(
+                lab, planned, event.delay_ms, backend=event.backend, realtime=event.realtime
+            )
             result.measured = True
             result.setup_ms = event.setup_ms
             result.kernel_release = event.kernel

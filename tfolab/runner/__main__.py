@@ -36,7 +36,7 @@ def main() -> int:
         delayer = native.optional_executable("tfo-delay")
         how = netns.enter_new_netns()
         netns.set_loopback(True)
-        scheduling = netns.prefer_realtime()
+        realtime, scheduling = netns.prefer_realtime()
         delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
         delay.notes.append(scheduling)
         network = LabNetwork(delay.backend, delay.delay_ms, server)
@@ -54,6 +54,7 @@ def main() -> int:
                     notes=installed.notes,
                     setup_ms=round((time.monotonic() - started) * 1000, 1),
                     capture=capture_off,
+                    realtime=realtime,
                 )
             )
 

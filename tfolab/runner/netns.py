@@ -88,7 +88,7 @@ def _write(path: str, text: str) -> None:
 LAB_RT_PRIORITY = 5
 
 
-def prefer_realtime() -> str:
+def prefer_realtime() -> tuple[bool, str]:
     """Run this process (and the server and client it starts) at SCHED_FIFO 5.
 
     Lab processes are almost always asleep; on a busy machine a woken one can
@@ -99,8 +99,8 @@ def prefer_realtime() -> str:
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(LAB_RT_PRIORITY))
     except OSError:
-        return "normal scheduling (real-time priority not permitted): busy hosts add noise"
-    return f"lab processes at real-time priority {LAB_RT_PRIORITY} (SCHED_FIFO)"
+        return False, "normal scheduling (real-time priority not permitted): busy hosts add noise"
+    return True, f"lab processes at real-time priority {LAB_RT_PRIORITY} (SCHED_FIFO)"
 
 
 def set_loopback(up: bool = True, mtu: int | None = None) -> None:

@@ -50,6 +50,7 @@ class Setup(msgspec.Struct, frozen=True, tag="setup", tag_field="event"):
     notes: list[str]
     setup_ms: float
     capture: str = ""
+    realtime: bool = True  # lab processes at real-time priority (else normal scheduling)
 
 
 class ScenarioStarted(msgspec.Struct, frozen=True, tag="scenario", tag_field="event"):

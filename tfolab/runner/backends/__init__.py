@@ -14,6 +14,7 @@ from __future__ import annotations
 from tfolab.core.errors import UserError
 from tfolab.runner.backends.base import (
     HOST_OVERHEAD_MS,
+    HOST_OVERHEAD_NORMAL_SCHEDULING_MS,
     NO_BACKEND_FIX,
     REINSTALL_FIX,
     Backend,
@@ -29,6 +30,7 @@ __all__ = [
     "BACKENDS",
     "BACKEND_CHOICES",
     "HOST_OVERHEAD_MS",
+    "HOST_OVERHEAD_NORMAL_SCHEDULING_MS",
     "NO_BACKEND_FIX",
     "REINSTALL_FIX",
     "Backend",

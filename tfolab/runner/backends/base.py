@@ -27,8 +27,12 @@ from tfolab.core.errors import UserError
 Backend = Literal["netem", "nfqueue", "none"]
 BackendChoice = Literal["auto", "netem", "nfqueue", "none"]
 
-# Scheduling and first-use costs of one measured interval on a quiet host, ms.
+# Scheduling and first-use costs of one measured interval on a quiet host, ms,
+# with the lab's processes at real-time priority.
 HOST_OVERHEAD_MS = 1.0
+# The same on normal scheduling (a user namespace may not raise priority): a
+# woken lab process can wait out another task's slice, about 3 ms with EEVDF.
+HOST_OVERHEAD_NORMAL_SCHEDULING_MS = 4.0
 REINSTALL_FIX = "reinstall tfolab so its C parts are built: pip install -e ."
 NO_BACKEND_FIX = (
     "use a kernel with sch_netem, or one with NFQUEUE in nf_tables or ip_tables; "
