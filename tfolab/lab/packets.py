@@ -53,13 +53,20 @@ class Row:
         return (self.flags, self.seq, self.ack, self.length, self.options)
 
     def words(self) -> str:
-        parts = [",".join(self.flags), f"seq {self.seq}"]
-        if self.ack is not None:
-            parts.append(f"ack {self.ack}")
-        parts.append(f"len {self.length}")
-        if self.options:
-            parts.append(f"<{', '.join(self.options)}>")
-        return " ".join(parts)
+        return segment_words(self.flags, self.seq, self.ack, self.length, self.options)
+
+
+def segment_words(
+    flags: Sequence[str], seq: int, ack: int | None, length: int, options: Sequence[str]
+) -> str:
+    """A segment in the comparison's words: 'ACK,PSH seq 1 ack 17 len 16 <TS>'."""
+    parts = [",".join(flags), f"seq {seq}"]
+    if ack is not None:
+        parts.append(f"ack {ack}")
+    parts.append(f"len {length}")
+    if options:
+        parts.append(f"<{', '.join(options)}>")
+    return " ".join(parts)
 
 
 def comparable_options(options: Sequence[str]) -> tuple[str, ...]:

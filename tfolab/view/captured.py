@@ -298,14 +298,8 @@ def _cookie(options: Sequence[str]) -> CookieInfo | None:
 
 
 def captured_words(row: CapturedRow) -> str:
-    """A captured segment in full: flags, seq, ack, len, options."""
-    parts = [",".join(row.flags), f"seq {row.seq}"]
-    if row.ack is not None:
-        parts.append(f"ack {row.ack}")
-    parts.append(f"len {row.length}")
-    if row.options:
-        parts.append(f"<{', '.join(row.options)}>")
-    return " ".join(parts)
+    """A captured segment in full: flags, seq, ack, len, options (cookie bytes included)."""
+    return packets.segment_words(row.flags, row.seq, row.ack, row.length, row.options)
 
 
 # --------------------------------------------------------------- the three views
