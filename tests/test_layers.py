@@ -27,7 +27,7 @@ def layer_of(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "tfolab" or len(parts) == 1:
         return None
-    if parts[1] in ("__init__", "__main__", "cli"):
+    if parts[1] in ("__init__", "__main__"):
         return "cli"
     return parts[1]
 
@@ -68,9 +68,9 @@ def module_files() -> dict[str, Path]:
 
 def test_the_package_root_holds_only_the_entry_points() -> None:
     loose = {p.name for p in PACKAGE.glob("*.py")}
-    assert loose == {"__init__.py", "__main__.py", "cli.py"}
+    assert loose == {"__init__.py", "__main__.py"}
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert folders - {"_native"} == set(LAYERS) - {"cli"}
+    assert folders - {"_native"} == set(LAYERS)
 
 
 def test_every_import_points_down() -> None:

@@ -1,0 +1,102 @@
+"""The command line: `tfolab [list|doctor|simulate|run|...]`, over the same layers as the UI.
+
+Each command is one module here with NAME, HELP, add_arguments(parser) and
+handle(args) -> int; COMMANDS lists them in the order `--help` shows them.
+Rules: every user mistake or unusable environment is a UserError, printed as
+one line (`tfolab: <reason>; fix: <fix>`) with exit code 2; a measurement
+outside its band exits 1. Commands and flags follow docs/DESIGN.md, "Contracts".
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib import metadata
+from types import ModuleType
+from typing import NoReturn
+
+from tfolab.cli import doctor, listing, run, simulate
+from tfolab.cli.common import labs_dir_argument
+from tfolab.core.errors import UserError
+
+COMMANDS: tuple[ModuleType, ...] = (listing, doctor, simulate, run)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message, f"see `{self.prog} --help`")
+
+
+EPILOG = """\
+lab files:
+  The labs are the *.toml files (and their guides) in a labs folder: by default
+  the one installed with tfolab. --labs-dir DIR, or the environment variable
+  TFOLAB_LABS_DIR=DIR, reads them from DIR instead (--labs-dir wins). A lab
+  file that does not load is listed by `tfolab list` as BROKEN, with the file,
+  line and problem; the other labs still work.
+
+exit codes: 0 done, 1 a measurement fell outside its predicted band,
+  2 bad input or an unusable machine (one line on stderr: `tfolab: ...`).
+"""
+
+
+def version() -> str:
+    try:
+        return metadata.version("tfolab")
+    except metadata.PackageNotFoundError:
+        import tfolab
+
+        return str(getattr(tfolab, "__version__", "unknown"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="tfolab",
+        description="An interactive TCP teaching lab. Without a command it opens the terminal UI.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    labs_dir_argument(parser, top=True)
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    for command in COMMANDS:
+        command.add_arguments(commands.add_parser(command.NAME, help=command.HELP))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.version:
+            print(f"tfolab {version()}")
+            return 0
+        if getattr(args, "labs_dir", None) is not None:
+            from tfolab.lab.catalog import check_labs_dir
+
+            args.labs_dir = check_labs_dir(args.labs_dir)
+        if args.command is None:
+            return _tui(args)
+        handlers = {command.NAME: command.handle for command in COMMANDS}
+        result: int = handlers[args.command](args)
+        return result
+    except UserError as err:
+        print(f"tfolab: {err.one_line()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tfolab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`tfolab list | head`): not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _tui(args: argparse.Namespace) -> int:
+    from tfolab.lab.catalog import LABS_DIR_ENV
+    from tfolab.tui.app import run_app
+
+    if args.labs_dir is not None:
+        # The UI loads its labs itself: the variable is how it learns the folder.
+        os.environ[LABS_DIR_ENV] = str(args.labs_dir)
+    return run_app()

@@ -1,0 +1,81 @@
+"""What several commands share: the --labs-dir flag, the lab/scenario flags, and the
+one place that checks them all before anything runs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tfolab.lab.catalog import Lab
+    from tfolab.lab.session import PlannedScenario
+
+
+def labs_dir_argument(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    parser.add_argument(
+        "--labs-dir",
+        metavar="DIR",
+        # On a command it may repeat the global flag; only a given value overrides.
+        default=None if top else argparse.SUPPRESS,
+        help="read the lab files from DIR (default: $TFOLAB_LABS_DIR, else the installed labs)",
+    )
+
+
+def max_delay_ms() -> float:
+    from tfolab.model.scenario import MAX_DELAY_MS
+
+    return MAX_DELAY_MS
+
+
+def delay_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--delay",
+        default="10",
+        metavar="MS",
+        help=f"one-way delay added to every packet, ms (RTT = 2 x delay; 0 to {max_delay_ms():g})",
+    )
+
+
+def scenario_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of `simulate` and `run`: which lab, which scenarios, at what delay."""
+    parser.add_argument("lab", help="handshake, fastopen, delack (see `tfolab list`)")
+    delay_argument(parser)
+    parser.add_argument("--scenario", metavar="NAME", help="one scenario (default: all)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario setting (repeatable)",
+    )
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        metavar="N",
+        help="iterations per scenario (default: the lab's)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument(
+        "--pcap",
+        metavar="FILE",
+        help="write the kernel's captured packets (run) or the model's predicted ones "
+        "(simulate) to FILE, for tcpdump -r or Wireshark",
+    )
+
+
+def prepare(args: argparse.Namespace) -> tuple[Lab, list[PlannedScenario], float]:
+    """Every check of the input, before anything runs: UserError on the first problem."""
+    from tfolab.lab import session
+    from tfolab.lab.catalog import find_lab
+
+    delay_ms = session.parse_delay(args.delay)
+    settings = session.parse_set_options(args.set)
+    lab = find_lab(args.lab, args.labs_dir)
+    if args.pcap:
+        from tfolab.lab.pcap import check_writable
+
+        check_writable(args.pcap)  # before anything runs
+    planned = session.plan(lab, args.scenario, args.iterations, settings)
+    if args.command == "run":
+        session.check_run(planned, delay_ms, args.backend)
+    return lab, planned, delay_ms

@@ -1,0 +1,50 @@
+"""`tfolab simulate`: the model alone, as a summary table, ladders, JSON or pcap."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tfolab.cli.common import labs_dir_argument, prepare, scenario_arguments
+
+NAME = "simulate"
+HELP = "the model alone (no privileges)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    scenario_arguments(parser)
+    parser.add_argument(
+        "--ladder",
+        action="store_true",
+        help="print every scenario's ladder diagram (default: a summary table; "
+        "--scenario NAME prints that scenario's ladder)",
+    )
+    labs_dir_argument(parser, top=False)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from tfolab.lab import session
+    from tfolab.view import report
+    from tfolab.view.ladder_text import render_ladder
+
+    lab, planned, delay_ms = prepare(args)
+    result = session.predict(lab, planned, delay_ms)
+    if args.pcap:
+        from tfolab.lab import pcap
+
+        written = pcap.write_simulated(
+            pcap.check_writable(args.pcap), (s.simulation for s in result.scenarios)
+        )
+        print(f"tfolab: {written} predicted packets written to {args.pcap}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+        return 0
+    if not (args.scenario or args.ladder):
+        print(report.simulation_summary(lab, result))
+        return 0
+    for scenario in result.scenarios:
+        print(report.scenario_heading(lab, scenario))
+        print(render_ladder(scenario.simulation))
+        print()
+    return 0
