@@ -70,3 +70,25 @@ def receive_space_bytes() -> tuple[int, str]:
     if largest <= 0:
         return DEFAULT_RECEIVE_SPACE, "assumed: Linux's default tcp_rmem"
     return largest, "read from net.ipv4.tcp_rmem and net.core.rmem_max"
+
+
+DEFAULT_TCP_RMEM = (4096, 131_072, 6_291_456)  # Linux's default net.ipv4.tcp_rmem
+
+
+def tcp_rmem() -> tuple[tuple[int, int, int], str]:
+    """net.ipv4.tcp_rmem (min, default, max): a socket's first and largest receive buffer."""
+    text = read_sysctl("net.ipv4.tcp_rmem")
+    try:
+        low, default, high = (int(v) for v in (text or "").split())
+    except ValueError:
+        return DEFAULT_TCP_RMEM, "assumed: Linux's default tcp_rmem"
+    return (low, default, high), "read from net.ipv4.tcp_rmem"
+
+
+def kernel_version() -> tuple[int, int]:
+    """The running kernel's (major, minor), e.g. (6, 1); (0, 0) when it cannot be read."""
+    parts = kernel_release().split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return 0, 0

@@ -22,6 +22,7 @@ from tfolab.core.errors import UserError
 from tfolab.lab import packets
 from tfolab.lab.catalog import Lab
 from tfolab.model import Accuracy, Simulation, simulate
+from tfolab.model.rcv_space import ReceiveMemory, receive_memory_for
 from tfolab.model.scenario import (
     MAX_DELAY_MS,
     MAX_ITERATIONS,
@@ -271,6 +272,15 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
         )
 
 
+def receive_memory() -> ReceiveMemory:
+    """This kernel's receive-memory rules for the model (its version and tcp_rmem)."""
+    (_, default, high), _ = kernel.tcp_rmem()
+    version = kernel.kernel_version()
+    if version == (0, 0):
+        return ReceiveMemory(rmem_default=default, rmem_max=high)
+    return receive_memory_for(version, default, high)
+
+
 def accuracy_for(backend: str, realtime: bool = True) -> Accuracy:
     """How exact a run is: the backend's error per packet, and the host's scheduling."""
     return Accuracy(
@@ -300,6 +310,7 @@ def predict(
                 hz=hz,
                 accuracy=accuracy_for(backend, realtime),
                 receive_space_bytes=kernel.receive_space_bytes()[0],
+                receive_memory=receive_memory(),
             )
         except ValueError as err:
             raise UserError(f"scenario {p.name}: {err}", "check --delay and --set values") from None

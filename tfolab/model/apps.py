@@ -9,7 +9,9 @@ Rules (they mirror native/src/lib/client.c and server.c):
   TCP_QUICKACK, makes one recv() of everything queued, and sends back every
   complete line; on end of file it closes.
 - Applications take no time: they run at the instant the kernel wakes them,
-  after the kernel has finished with the segment that woke them.
+  after the kernel has finished with the segment that woke them and with
+  every other segment arriving in the same instant (a burst sent back to back
+  is read at once: World._last_of_burst).
 - The client records each iteration's headline start and end events:
   rr: connect()/sendto() -> first response byte (later rounds on a kept
   connection: write -> first byte); wwr: first write -> last byte of the echo.

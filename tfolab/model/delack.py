@@ -8,7 +8,8 @@ Rules (each function names the kernel function it follows; times in jiffies):
 - `measure_rcv_mss` (tcp_measure_rcv_mss): a small pushed segment sets
   ICSK_ACK_PUSHED; a second one before an ACK sets ICSK_ACK_PUSHED2.
 - `ack_now` (__tcp_ack_snd_check): ACK at once when more than one full frame
-  is unacknowledged, in quick-ACK mode (quick ACKs left and not pingpong), or
+  is unacknowledged and the window's right edge advances (rcv_space.py), in
+  quick-ACK mode (quick ACKs left and not pingpong), or
   when an ACK is due now; otherwise delay it (tcp_send_delayed_ack).
 - `delayed_ack_expiry` (tcp_send_delayed_ack): ato capped by max(srtt, 40 ms)
   (by 200 ms when interactive), the timer set at jiffies + ato, never later
@@ -119,9 +120,14 @@ class DelackRules:
             st.pending |= ACK_PUSHED2
         st.pending |= ACK_PUSHED
 
-    def ack_now(self, st: AckState, unacked_bytes: int) -> str | None:
-        """Why the ACK must go at once (None: it may be delayed)."""
-        if unacked_bytes > st.rcv_mss:
+    def ack_now(self, st: AckState, unacked_bytes: int, window_advances: bool) -> str | None:
+        """Why the ACK must go at once (None: it may be delayed).
+
+        More than one full frame ACKs at once only if the window's right edge
+        would not move left (`window_advances`, rcv_space.right_edge_advances);
+        otherwise the read (__tcp_cleanup_rbuf) or the timer sends it.
+        """
+        if unacked_bytes > st.rcv_mss and window_advances:
             return "more than one full segment is unacknowledged"
         if self.in_quickack_mode(st):
             return f"quick-ACK mode ({st.quick} quick ACKs left)"

@@ -29,7 +29,8 @@ from tfolab.model.wire import Wire
 def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
     """__tcp_ack_snd_check after `wire` was processed: ACK now, or arm the timer."""
     rules = sock.env.rules
-    why = rules.ack_now(sock.ack, sock.unacked_received_bytes)
+    advances = sock.rspace.right_edge_advances(sock.ack.rcv_mss)
+    why = rules.ack_now(sock.ack, sock.unacked_received_bytes, advances)
     cause = f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) arrived"
     if why is not None:
         send_ack(sock, now, f"ACK at once: {why}", cause, wire.event_id)
@@ -74,6 +75,12 @@ def arm(
 
 
 def _why_held(sock: TcpSock, ato_ms: float) -> str:
+    if sock.unacked_received_bytes > sock.ack.rcv_mss:
+        return (
+            f"ACK held although more than one full segment is unacknowledged: the unread "
+            f"data would pull the window's right edge left (__tcp_select_window < rcv_wnd, "
+            f"__tcp_ack_snd_check), so the {sock.side} ACKs when the application reads"
+        )
     if sock.state is TcpState.CLOSE_WAIT:
         return f"ACK of the FIN held: {sock.side} hopes to send it with its own FIN"
     if sock.env.rules.in_pingpong(sock.ack):

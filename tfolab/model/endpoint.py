@@ -123,6 +123,7 @@ class TcpEndpoint:
         sock = self.sock
         data = bytes(sock.rcv_buf)
         sock.rcv_buf.clear()
+        sock.rspace.read_all()
         sock.delivered += data
         sock.fin_read = sock.fin_received  # a recv() that reaches the FIN consumes it
         rules = sock.env.rules

@@ -165,6 +165,8 @@ def accept_syn(
         sock.tfo_child = True
         sock.rcv_buf += wire.payload
         sock.rcv_nxt += len(wire.payload)
+        if wire.payload:
+            sock.rspace.charge(len(wire.payload))
     sock.snd_nxt = 1
     sock.ack.lrcvtime = sock.jiffies(now)
     acks = "the SYN and its data" if decision.accept_data and wire.payload else "the SYN"

@@ -29,6 +29,7 @@ from tfolab.model.endpoint import TcpEndpoint
 from tfolab.model.events import Recorder
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
 from tfolab.model.predict import Headline
+from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.scenario import ScenarioConfig
 from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 from tfolab.model.wire import Action, Env, Wire
@@ -60,6 +61,7 @@ class World:
         hz: int,
         tick_phase_ns: int,
         receive_space_bytes: int = DEFAULT_RECEIVE_SPACE,
+        receive_memory: ReceiveMemory = LINUX_DEFAULT,
         app_reaction_ns: int = 1_000_000,
     ) -> None:
         self.config = config
@@ -75,6 +77,7 @@ class World:
             transmit=self._transmit,
             call_at=self._at,
             wscale=initial_wscale(receive_space_bytes),
+            rmem=receive_memory,
             app_reaction_ns=app_reaction_ns,
         )
         self.cache = CookieCache()
@@ -87,6 +90,7 @@ class World:
         self.connections: dict[int, Connection] = {}
         self.headlines: dict[int, Headline] = {}
         self.wires: list[tuple[int, Wire]] = []  # (arrival ns, wire), for tests
+        self._in_flight: dict[tuple[int, str, int], int] = {}  # (conn, sender, arrival): count
         self.now = 0
         self._queue: list[tuple[int, int, Action]] = []
         self._counter = 0
@@ -101,7 +105,24 @@ class World:
 
     def _transmit(self, wire: Wire, arrival: int) -> None:
         self.wires.append((arrival, wire))
+        burst = (wire.connection, wire.sender, arrival)
+        self._in_flight[burst] = self._in_flight.get(burst, 0) + 1
         self._at(arrival, lambda now: self._deliver(now, wire))
+
+    def _last_of_burst(self, wire: Wire, now: int) -> bool:
+        """True when no other segment of this sender reaches this socket at this instant.
+
+        Segments sent back to back arrive together (one softirq run of the qdisc
+        or the delayer); the application the first one wakes runs after all of
+        them are queued, so it reads the burst at once.
+        """
+        burst = (wire.connection, wire.sender, now)
+        left = self._in_flight[burst] - 1
+        if left:
+            self._in_flight[burst] = left
+        else:
+            del self._in_flight[burst]
+        return left == 0
 
     def run(self) -> None:
         cfg = self.config
@@ -195,9 +216,11 @@ class World:
     # ------------------------------------------------------------ delivery
     def _deliver(self, now: int, wire: Wire) -> None:
         conn = self.connections[wire.connection]
+        last = self._last_of_burst(wire, now)
         if wire.sender == "server":
             conn.client.receive(now, wire)
-            conn.script.wake(now, wire.event_id)
+            if last:
+                conn.script.wake(now, wire.event_id)
             return
         if conn.server is None:
             if wire.syn:
@@ -205,7 +228,8 @@ class World:
             return
         conn.server.receive(now, wire)
         assert conn.server_script is not None
-        conn.server_script.wake(now, wire.event_id)
+        if last:
+            conn.server_script.wake(now, wire.event_id)
 
     def _listener_syn(self, now: int, conn: Connection, wire: Wire) -> None:
         cfg = self.config

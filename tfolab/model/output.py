@@ -51,6 +51,8 @@ def transmit(
     env = sock.env
     ack = sock.rcv_nxt if "ACK" in flags else None
     if ack is not None:
+        if "SYN" not in flags:  # a SYN-ACK's window is the initial one, unscaled
+            sock.rspace.advertise(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
         sock.rcv_wup = sock.rcv_nxt
     options: tuple[str, ...] = ("TS",)
     if mss_option is not None:

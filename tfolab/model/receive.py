@@ -74,8 +74,11 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
     sock.rcv_buf += wire.payload
     sock.rcv_nxt += len(wire.payload)
     rules = sock.env.rules
+    rcv_mss_before = sock.ack.rcv_mss
     text = rules.event_data_recv(sock.ack, sock.jiffies(now), sock.rto_jiffies())
     rules.measure_rcv_mss(sock.ack, len(wire.payload), wire.psh, sock.advmss)
+    if sock.rspace.queue(len(wire.payload), rcv_mss_before):
+        sock.ack.quick |= 1  # tcp_grow_window grew rcv_ssthresh
     if text:
         sock.note(now, f"{sock.side}: {text}", wire.event_id, "tcp_event_data_recv")
 

@@ -19,6 +19,7 @@ from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Event
 from tfolab.model.loop import World
 from tfolab.model.predict import Accuracy, IterationPrediction, predict
+from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
 from tfolab.model.window import DEFAULT_RECEIVE_SPACE
 
@@ -42,6 +43,7 @@ class Simulation:
     accuracy: Accuracy = DEFAULT_ACCURACY
     tick_phase_ms: float = 0.0
     receive_space_bytes: int = DEFAULT_RECEIVE_SPACE
+    receive_memory: ReceiveMemory = LINUX_DEFAULT
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -51,6 +53,7 @@ class Simulation:
             "iterations": self.iterations,
             "tick_phase_ms": self.tick_phase_ms,
             "receive_space_bytes": self.receive_space_bytes,
+            "receive_memory": dataclasses.asdict(self.receive_memory),
             "accuracy": dataclasses.asdict(self.accuracy),
             "events": [e.to_json() for e in self.events],
             "predictions": [p.to_json() for p in self.predictions],
@@ -67,6 +70,7 @@ def simulate(
     accuracy: Accuracy = DEFAULT_ACCURACY,
     tick_phase_ms: float | None = None,
     receive_space_bytes: int = DEFAULT_RECEIVE_SPACE,
+    receive_memory: ReceiveMemory = LINUX_DEFAULT,
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline."""
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
@@ -84,6 +88,7 @@ def simulate(
         hz=hz,
         tick_phase_ns=ms_to_ns(phase),
         receive_space_bytes=receive_space_bytes,
+        receive_memory=receive_memory,
         app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
     )
     world.run()
@@ -100,6 +105,7 @@ def simulate(
         accuracy=accuracy,
         tick_phase_ms=float(phase),
         receive_space_bytes=receive_space_bytes,
+        receive_memory=receive_memory,
     )
 
 

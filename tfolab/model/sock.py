@@ -27,6 +27,7 @@ from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
 from tfolab.model.events import Side
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
 from tfolab.model.flights import Flight, WriteMark
+from tfolab.model.rcv_space import RcvSpace
 from tfolab.model.state import SENDS_DATA, TcpEvent, TcpState, next_state
 from tfolab.model.wire import Env
 
@@ -84,6 +85,9 @@ class TcpSock:
         self.fin_read = False  # the application's recv() returned end of file
         rcv_mss = max(min(self.advmss, 65535 // 2, TCP_MSS_DEFAULT), TCP_MIN_MSS)
         self.ack = AckState(rcv_mss=rcv_mss)
+        self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss)
+        self.rspace.initial_window()  # the SYN's (tcp_connect_init, tcp_openreq_init_rwin)
+        self.rspace.init_buffer_space()  # as the connection is established
         self.delack_fire_ns: int | None = None  # when the armed delayed-ACK timer fires
         self.delack_event: int | None = None  # the Timer event that armed it
         self.delack_armed_ns = 0  # when it was armed

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from tfolab.model.clock import JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.events import CookieInfo, Recorder, Side
+from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 
 Action = Callable[[int], None]  # called with the instant (ns) it runs at
 
@@ -60,6 +61,7 @@ class Env:
     transmit: Callable[[Wire, int], None]  # put a wire on the link, arriving at t
     call_at: Callable[[int, Action], None]  # run the action at t (a timer's deadline)
     wscale: int = 7  # the window scale both sides announce (window.initial_wscale)
+    rmem: ReceiveMemory = LINUX_DEFAULT  # how this kernel turns receive memory into window
     # How late a real application may react to what woke it (scheduling): an
     # event the model puts at the same instant can lose a race to a timer tick.
     app_reaction_ns: int = 1_000_000

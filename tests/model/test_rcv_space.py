@@ -1,0 +1,84 @@
+"""The right edge of the receive window decides the ACK after two full segments.
+
+__tcp_ack_snd_check ACKs more than one full frame at once only if
+__tcp_select_window() >= rcv_wnd. Captured: Debian's 6.1 (tcp_adv_win_scale 1)
+holds that ACK in `large-data` and ACKs 3001 at the read; 6.18 (scaling_ratio)
+sends `ack 2897` at once. rcv_space.py computes both; these tests pin them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.model.scenarios import scenario
+from tfolab.model import Segment, simulate
+from tfolab.model.rcv_space import RcvSpace, receive_memory_for
+
+MSS = 1448
+
+
+def _after_two_full_segments(release: tuple[int, int]) -> RcvSpace:
+    space = RcvSpace(receive_memory_for(release, 131_072, 6_291_456), wscale=7, advmss=1460)
+    space.initial_window()
+    space.init_buffer_space()
+    space.advertise(536, 0)  # the request left with the window of an empty queue
+    rcv_mss = 536
+    for _ in range(2):
+        space.queue(MSS, rcv_mss)
+        rcv_mss = MSS
+    return space
+
+
+def test_on_6_1_two_unread_segments_pull_the_right_edge_left() -> None:
+    space = _after_two_full_segments((6, 1))
+    # The SYN offered 65160; tcp_select_window never shrinks it: ALIGN(65160, 128).
+    assert space.rcv_wnd == 65_280
+    assert space.select_window(MSS) == 63_488  # half of the free 126 KiB, aligned
+    assert not space.right_edge_advances(MSS)
+
+
+@pytest.mark.parametrize("release", [(6, 6), (6, 18)])
+def test_with_scaling_ratio_the_right_edge_advances(release: tuple[int, int]) -> None:
+    space = _after_two_full_segments(release)
+    assert space.ratio > 128  # loopback's payload/truesize, measured on the first segment
+    assert space.right_edge_advances(MSS)
+
+
+def _client_acks(release: tuple[int, int]) -> list[Segment]:
+    item = scenario("fastopen", "large-data")
+    sim = simulate(
+        item.config,
+        one_way_delay_ms=10,
+        iterations=1,
+        receive_memory=receive_memory_for(release, 131_072, 6_291_456),
+    )
+    return [
+        e
+        for e in sim.events
+        if isinstance(e, Segment) and e.sender == "client" and e.flags == ("ACK",)
+        and e.length == 0 and e.connection == 1
+    ]  # fmt: skip
+
+
+def test_large_data_on_6_1_acks_the_whole_response_at_the_read() -> None:
+    first = _client_acks((6, 1))[0]
+    assert first.ack == 3001
+    assert "__tcp_cleanup_rbuf" in first.explanation
+
+
+def test_large_data_on_6_18_acks_two_full_segments_at_once() -> None:
+    first = _client_acks((6, 18))[0]
+    assert first.ack == 2897
+    assert "ACK at once" in first.explanation
+
+
+def test_a_burst_arriving_together_is_read_at_once() -> None:
+    """The client's read after the 3-segment response gets all 3000 bytes."""
+    item = scenario("fastopen", "large-data")
+    sim = simulate(item.config, one_way_delay_ms=10, iterations=1)
+    reads = [
+        e for e in sim.events
+        if type(e).__name__ == "AppCall" and e.side == "client" and e.call == "read"
+        and e.connection == 1
+    ]  # fmt: skip
+    assert reads and reads[0].detail.startswith("3000 B")

@@ -1,0 +1,214 @@
+"""The receive window a socket would advertise now, from the memory its queue holds.
+
+Why the model needs it: __tcp_ack_snd_check ACKs "more than one full frame"
+at once only if the window's right edge would not move left, i.e. only if
+__tcp_select_window() >= the window last advertised (tp->rcv_wnd). Whether it
+does depends on how much receive memory the unread segments take, and on how
+the kernel converts memory into window. Kernels differ there:
+
+- before 6.6, tcp_win_from_space() is space - space >> tcp_adv_win_scale (1):
+  half the free memory. With Linux's default tcp_rmem[1] (128 KiB), two
+  unread 1448-byte segments already pull the window below the one advertised,
+  so the ACK waits (for the read, __tcp_cleanup_rbuf, or the timer);
+- from 6.6 (scaling_ratio), the window is free memory times the measured
+  payload/truesize ratio (tcp_measure_rcv_mss); on loopback that ratio is
+  above one half, the window stays ahead, and the ACK leaves at once.
+
+Rules, each after the kernel function it names (times do not matter here):
+- `initial_window` (tcp_select_initial_window): the SYN's window is the full
+  space rounded down to the MSS, at most 65535; rcv_ssthresh starts there.
+- `init_buffer_space` (tcp_init_buffer_space): window_clamp = the full space,
+  less one MSS kept in reserve; rcv_ssthresh no larger than the clamp.
+- `queue` (tcp_queue_rcv, tcp_try_coalesce, tcp_measure_rcv_mss,
+  tcp_grow_window): a segment charges its truesize (payload + the skb head
+  the sender allocated); a segment joining an unread tail skb is coalesced and
+  charges its payload only. After it, the ratio may be re-measured (scaling
+  era) and rcv_ssthresh grows by up to two MSS while memory allows; a growth
+  grants one quick ACK (icsk_ack.quick |= 1).
+- `read_all` (tcp_recvmsg): the application's read frees the memory.
+- `select_window` (__tcp_select_window) and `advertise` (tcp_select_window:
+  the window never shrinks below what the peer may still send).
+
+Truesize is an estimate of the kernel's accounting (a 1 KiB kmalloc head
+before 6.3, the 640-byte skb_small_head_cache after), good to a few hundred
+bytes; the decisions the labs exercise are thousands of bytes from the edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TCP_RMEM_TO_WIN_SCALE = 8
+DEFAULT_RMEM = 131_072  # Linux's default net.ipv4.tcp_rmem[1]
+DEFAULT_SCALING_RATIO = 1 << (TCP_RMEM_TO_WIN_SCALE - 1)  # TCP_DEFAULT_SCALING_RATIO: 50 %
+TS_OPTION_BYTES = 12
+U16_MAX = 65535
+
+
+@dataclass(frozen=True)
+class ReceiveMemory:
+    """What one kernel does with receive memory: its defaults and its conversion."""
+
+    rmem_default: int = DEFAULT_RMEM  # tcp_rmem[1]: every socket's first sk_rcvbuf
+    rmem_max: int = 6_291_456  # tcp_rmem[2]
+    scaling_ratio: bool = True  # 6.6+: window = memory x measured ratio; before: half
+    skb_head_truesize: int = 896  # the truesize of a data skb besides its payload
+
+    def describe(self) -> str:
+        way = "scaling_ratio" if self.scaling_ratio else "tcp_adv_win_scale 1"
+        return f"tcp_rmem[1] {self.rmem_default}, window from memory by {way}"
+
+
+def receive_memory_for(release: tuple[int, int], rmem_default: int, rmem_max: int) -> ReceiveMemory:
+    """The kernel generation's receive-memory rules, from its version (major, minor)."""
+    return ReceiveMemory(
+        rmem_default=rmem_default,
+        rmem_max=rmem_max,
+        scaling_ratio=release >= (6, 6),  # "tcp: get rid of sysctl_tcp_adv_win_scale"
+        skb_head_truesize=896 if release >= (6, 3) else 1280,  # skb_small_head_cache
+    )
+
+
+@dataclass
+class RcvSpace:
+    """One socket's receive-memory state (sk_rcvbuf, sk_rmem_alloc, rcv_wnd and friends)."""
+
+    rules: ReceiveMemory
+    wscale: int
+    advmss: int
+    rcvbuf: int = 0
+    rmem: int = 0  # sk_rmem_alloc: truesize of what the application has not read
+    tail_unread: bool = False  # a queued skb a new segment may coalesce into
+    ratio: int = DEFAULT_SCALING_RATIO
+    window_clamp: int = 0
+    rcv_ssthresh: int = 0
+    rcv_wnd: int = 0  # the window last advertised
+
+    def __post_init__(self) -> None:
+        self.rcvbuf = self.rules.rmem_default
+
+    # ------------------------------------------------------------ conversions
+    def win_from_space(self, space: int) -> int:
+        if self.rules.scaling_ratio:
+            return (space * self.ratio) >> TCP_RMEM_TO_WIN_SCALE
+        return space - (space >> 1)  # tcp_adv_win_scale = 1
+
+    def space(self) -> int:  # tcp_space
+        return self.win_from_space(self.rcvbuf - self.rmem)
+
+    def full_space(self) -> int:  # tcp_full_space
+        return self.win_from_space(self.rcvbuf)
+
+    # ------------------------------------------------------------ rules
+    def initial_window(self) -> None:
+        """tcp_select_initial_window, for a SYN or SYN-ACK with timestamps on."""
+        mss = self.advmss - TS_OPTION_BYTES
+        space = self.full_space()
+        if space > mss:
+            space -= space % mss
+        self.rcv_wnd = min(space, U16_MAX)
+        self.rcv_ssthresh = self.rcv_wnd
+        self.window_clamp = U16_MAX << self.wscale
+
+    def init_buffer_space(self) -> None:
+        """tcp_init_buffer_space (tcp_app_win 31): the clamp keeps one MSS in reserve."""
+        maxwin = self.full_space()
+        if self.window_clamp >= maxwin:
+            self.window_clamp = maxwin
+        if self.window_clamp > 2 * self.advmss and self.window_clamp + self.advmss > maxwin:
+            self.window_clamp = max(2 * self.advmss, maxwin - self.advmss)
+        self.rcv_ssthresh = min(self.rcv_ssthresh, self.window_clamp)
+
+    def queue(self, length: int, rcv_mss: int) -> bool:
+        """A data segment of `length` joined the receive queue; True if it grants a quick ACK.
+
+        `rcv_mss` is icsk_ack.rcv_mss before tcp_measure_rcv_mss sees this segment.
+        """
+        truesize = self.rules.skb_head_truesize + length
+        self.rmem += length if self.tail_unread else truesize
+        self.tail_unread = True
+        if self.rules.scaling_ratio and length >= rcv_mss and length != rcv_mss:
+            ratio = max((length << TCP_RMEM_TO_WIN_SCALE) // truesize, 1)
+            if ratio != self.ratio:
+                self.ratio = ratio
+                self._set_window_clamp(self.full_space())
+        return length >= 128 and self._grow_window(length, truesize)
+
+    def charge(self, length: int) -> None:
+        """tcp_fastopen_add_skb: a SYN's data is queued without the data-receive path."""
+        self.rmem += self.rules.skb_head_truesize + length
+        self.tail_unread = True
+
+    def read_all(self) -> None:
+        self.rmem = 0
+        self.tail_unread = False
+
+    def select_window(self, rcv_mss: int) -> int:
+        """__tcp_select_window: the window this socket would advertise now."""
+        unit = 1 << self.wscale
+        mss = rcv_mss
+        free_space = self.space()
+        allowed_space = self.full_space()
+        full_space = min(self.window_clamp, allowed_space)
+        if mss > full_space:
+            mss = full_space
+            if mss <= 0:
+                return 0
+        if free_space < (full_space >> 1):
+            free_space -= free_space % unit
+            if free_space < (allowed_space >> 4) or free_space < mss:
+                return 0
+        free_space = min(free_space, self.rcv_ssthresh)
+        return -(-free_space // unit) * unit  # ALIGN(free_space, 1 << rcv_wscale)
+
+    def advertise(self, rcv_mss: int, unacked: int) -> None:
+        """tcp_select_window as a segment leaves: never below what the peer may still send."""
+        current = max(self.rcv_wnd - unacked, 0)  # tcp_receive_window
+        new = self.select_window(rcv_mss)
+        if new < current:
+            unit = 1 << self.wscale
+            new = -(-current // unit) * unit
+        self.rcv_wnd = new
+
+    def right_edge_advances(self, rcv_mss: int) -> bool:
+        """__tcp_ack_snd_check's second condition: __tcp_select_window() >= rcv_wnd."""
+        return self.select_window(rcv_mss) >= self.rcv_wnd
+
+    # ------------------------------------------------------------ helpers
+    def _set_window_clamp(self, value: int) -> None:
+        """tcp_set_window_clamp, as tcp_measure_rcv_mss calls it after a new ratio."""
+        new = value  # (at least SOCK_MIN_RCVBUF / 2, far below any value here)
+        old = self.window_clamp
+        self.window_clamp = new
+        if new < old:
+            self.rcv_ssthresh = min(self.rcv_ssthresh, new)
+        else:
+            self.rcv_ssthresh = max(min(self.rcv_wnd, new), self.rcv_ssthresh)
+
+    def _grow_window(self, length: int, truesize: int) -> bool:
+        """tcp_grow_window: raise rcv_ssthresh while the memory would allow it."""
+        room = min(self.window_clamp, self.space()) - self.rcv_ssthresh
+        if room <= 0:
+            return False
+        if self.win_from_space(truesize) <= length:
+            incr = 2 * self.advmss
+        else:
+            incr = self._grow_step(length, truesize)
+        if not incr:
+            return False
+        self.rcv_ssthresh += min(room, max(incr, 2 * length))
+        return True
+
+    def _grow_step(self, length: int, truesize: int) -> int:
+        """__tcp_grow_window: a segment with much overhead may still grow a small window."""
+        scaled = self.win_from_space(truesize) >> 1
+        window = self.win_from_space(self.rules.rmem_max) >> 1
+        while self.rcv_ssthresh <= window:
+            if scaled <= length:
+                return 2 * self.advmss
+            scaled >>= 1
+            window >>= 1
+        return 0
+
+
+LINUX_DEFAULT = ReceiveMemory()  # a current kernel with Linux's default tcp_rmem
