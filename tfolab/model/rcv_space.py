@@ -100,9 +100,14 @@ class RcvSpace:
         return self.win_from_space(self.rcvbuf)
 
     # ------------------------------------------------------------ rules
-    def initial_window(self) -> None:
-        """tcp_select_initial_window, for a SYN or SYN-ACK with timestamps on."""
-        mss = self.advmss - TS_OPTION_BYTES
+    def initial_window(self, peer_timestamps_seen: bool) -> None:
+        """tcp_select_initial_window: the window a SYN or SYN-ACK offers.
+
+        The MSS it rounds to leaves room for timestamps only once the peer's
+        were seen: a client's SYN rounds to advmss (tcp_connect_init: 64240 at
+        MTU 1500), the SYN-ACK to advmss - 12 (tcp_openreq_init_rwin: 65160).
+        """
+        mss = self.advmss - (TS_OPTION_BYTES if peer_timestamps_seen else 0)
         space = self.full_space()
         if space > mss:
             space -= space % mss

@@ -86,7 +86,7 @@ class TcpSock:
         rcv_mss = max(min(self.advmss, 65535 // 2, TCP_MSS_DEFAULT), TCP_MIN_MSS)
         self.ack = AckState(rcv_mss=rcv_mss)
         self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss)
-        self.rspace.initial_window()  # the SYN's (tcp_connect_init, tcp_openreq_init_rwin)
+        self.rspace.initial_window(peer_timestamps_seen=side == "server")
         self.rspace.init_buffer_space()  # as the connection is established
         self.delack_fire_ns: int | None = None  # when the armed delayed-ACK timer fires
         self.delack_event: int | None = None  # the Timer event that armed it
