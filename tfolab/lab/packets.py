@@ -229,6 +229,17 @@ class _Clocks:
             ours.arrived_ms - self.model_start[ours.iteration],
         )
 
+    def when(self, row: Row, iteration: int | None, *, kernel: bool) -> str:
+        """'12.34 ms into iteration 2' where the iteration's start is known, else 'at 123.45 ms'.
+
+        A captured row has no iteration of its own: the model's row it stands
+        against gives it; an unpaired one keeps the capture's clock.
+        """
+        starts = self.kernel_start if kernel else self.model_start
+        if iteration is None or iteration not in starts:
+            return f"at {row.arrived_ms:.2f} ms"
+        return f"{row.arrived_ms - starts[iteration]:.2f} ms into iteration {iteration}"
+
 
 def _direction(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
     """The fewest disagreements over the ways the model's races can go."""
@@ -269,8 +280,9 @@ def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> 
                     Pair(
                         ours,
                         theirs,
-                        f"{where}: the kernel sent {theirs.words()} at {theirs.arrived_ms:.2f} ms "
-                        f"where the model has {ours.words()}",
+                        f"{where}: the kernel sent {theirs.words()} "
+                        f"{clocks.when(theirs, ours.iteration, kernel=True)} where the model has "
+                        f"{ours.words()}",
                     )
                 )
             continue
@@ -279,7 +291,8 @@ def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> 
                 Pair(
                     ours,
                     None,
-                    f"{where}: the model has {ours.words()} at {ours.arrived_ms:.2f} ms; "
+                    f"{where}: the model has {ours.words()} "
+                    f"{clocks.when(ours, ours.iteration, kernel=False)}; "
                     "the kernel sent no such segment",
                 )
             )
@@ -288,8 +301,8 @@ def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> 
                 Pair(
                     None,
                     theirs,
-                    f"{where}: the kernel sent {theirs.words()} at {theirs.arrived_ms:.2f} ms; "
-                    "the model has no such segment",
+                    f"{where}: the kernel sent {theirs.words()} "
+                    f"{clocks.when(theirs, None, kernel=True)}; the model has no such segment",
                 )
             )
     return aligned
