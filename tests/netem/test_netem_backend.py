@@ -9,10 +9,13 @@ each run starts with a warm-up and the bands here allow for the emulation.
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import pytest
 
 from tests.conftest import LabMachine, run_tfolab
+from tfolab.lab.catalog import find_lab
 
 pytestmark = pytest.mark.netem
 
@@ -90,3 +93,71 @@ def test_delack_stall_over_netem(netem_machine: LabMachine) -> None:
     print("netem delack nagle at D=10:", rounds)
     for later in rounds[1:]:
         assert 80.0 <= later <= 88.0 + EMULATION_SLACK_MS
+
+
+# Packet by packet in the VM: no slack on what the segments are (flags,
+# sequence numbers, lengths, options); on when they arrive, the emulation's.
+# Every emulated step costs 2-7 ms and the costs add up along an iteration:
+# measured, the close-down after a measured exchange (FIN, last ACK) arrived
+# up to 16 ms after its band, the headline's segments within 5 ms. The
+# headline timings have their own tests above; here the times only say that
+# the segment is the same one at about the same moment.
+VM_SLACK_MS = 20.0
+
+TIMING_SENTENCE = re.compile(
+    r"arrived (?P<kernel>[\d.]+) ms into iteration \d+; the model said (?P<model>[\d.]+) ms "
+    r"± (?P<band>[\d.]+)"
+)
+
+# The disagreements the notes name and the model does not (yet) explain.
+KNOWN_ON_6_1 = {
+    ("fastopen", "large-data"): "6.1 sets PSH on the middle segment of a delayed 2+1 split "
+    "(docs/TCP-NOTES.md, 'Still open')",
+}
+
+VM_SCENARIOS = [(lab, s.name) for lab in ("fastopen", "delack") for s in find_lab(lab).scenarios]
+
+
+@pytest.fixture(scope="module")
+def netem_lab_runs(netem_machine: LabMachine) -> dict[str, dict[str, Any]]:
+    """One warm-up and one measured `run --json` per lab, shared by the scenarios' tests."""
+    runs = {}
+    for lab in ("fastopen", "delack"):
+        run_tfolab("run", lab, "--backend", "netem", "--delay", "10", "--iterations", "1")
+        done = run_tfolab("run", lab, "--backend", "netem", "--delay", "10", "--json")
+        assert done.returncode in (0, 1), done.stderr
+        runs[lab] = json.loads(done.stdout)
+    return runs
+
+
+def _packet_disagreements(scenario: dict[str, Any]) -> list[str]:
+    """The sentences the VM's slack on times does not excuse."""
+    left = []
+    for sentence in scenario["packet_diff"]:
+        timing = TIMING_SENTENCE.search(sentence)
+        if timing is None:
+            left.append(sentence)
+            continue
+        late = abs(float(timing["kernel"]) - float(timing["model"])) - float(timing["band"])
+        if late > VM_SLACK_MS:
+            left.append(sentence)
+    return left
+
+
+@pytest.mark.parametrize(("lab", "name"), VM_SCENARIOS, ids=[f"{a}-{b}" for a, b in VM_SCENARIOS])
+def test_packets_over_netem_are_the_models(
+    netem_lab_runs: dict[str, dict[str, Any]], lab: str, name: str
+) -> None:
+    """Every captured segment is the model's, at D = 10 ms on a stock kernel with netem."""
+    result = netem_lab_runs[lab]
+    if "capture" in result:
+        pytest.fail(f"the VM's kernel refused the capture: {result['capture']}")
+    scenario = next(s for s in result["scenarios"] if s["name"] == name)
+    assert scenario["captured"], f"{name}: nothing captured"
+    left = _packet_disagreements(scenario)
+    known = KNOWN_ON_6_1.get((lab, name))
+    if known and result["kernel"].startswith("6.1."):
+        if left:
+            pytest.xfail(known)
+        pytest.fail(f"{lab}/{name} now agrees on {result['kernel']}: drop it from KNOWN_ON_6_1")
+    assert left == [], "\n".join(left)
