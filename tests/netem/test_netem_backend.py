@@ -111,8 +111,8 @@ TIMING_SENTENCE = re.compile(
 
 # The disagreements the notes name and the model does not (yet) explain.
 KNOWN_ON_6_1 = {
-    ("fastopen", "large-data"): "6.1 sets PSH on the middle segment of a delayed 2+1 split "
-    "(docs/TCP-NOTES.md, 'Still open')",
+    ("fastopen", "large-data"): "6.1 cuts the response at tcp_tso_autosize's 2 segments and "
+    "__tcp_transmit_skb forces PSH on that GSO skb (docs/TCP-NOTES.md, 'Half explained')",
 }
 
 VM_SCENARIOS = [(lab, s.name) for lab in ("fastopen", "delack") for s in find_lab(lab).scenarios]
