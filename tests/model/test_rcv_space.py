@@ -83,3 +83,29 @@ def test_a_burst_arriving_together_is_read_at_once() -> None:
         and e.connection == 1
     ]  # fmt: skip
     assert reads and reads[0].detail.startswith("3000 B")
+
+
+def _server_acks(delay_ms: float) -> list[Segment]:
+    item = scenario("fastopen", "large-data")
+    sim = simulate(item.config, one_way_delay_ms=delay_ms, iterations=2)
+    return [
+        e for e in sim.events
+        if isinstance(e, Segment) and e.sender == "server" and e.flags == ("ACK",)
+        and e.length == 0
+    ]  # fmt: skip
+
+
+def test_at_d0_the_ack_behind_a_read_may_merge_in_the_backlog() -> None:
+    """Captured at D=0: sometimes only `ack 3001` leaves, sometimes `ack 2869` first.
+
+    The server application is reading the SYN's data when the rest arrives; the
+    socket is owned, the segments wait in its backlog and tcp_add_backlog may
+    coalesce them: one ACK for both. The model names the first ACK a race.
+    """
+    racing = [a for a in _server_acks(0) if a.race]
+    assert racing and {a.ack for a in racing} == {2869}
+    assert all("tcp_add_backlog" in a.explanation for a in racing)
+
+
+def test_with_a_delay_the_application_is_idle_and_every_ack_is_certain() -> None:
+    assert not [a for a in _server_acks(10) if a.race]

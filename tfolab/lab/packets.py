@@ -19,6 +19,8 @@ Rules:
 - Where the model names a race it cannot decide (a delayed-ACK timer due
   within the application's reaction time, Timer.race), the ACK that leaves
   when the timer wins is an optional segment: the kernel may send it or not.
+  So is an immediate ACK the kernel may merge away (Segment.race: the
+  receiving application held the socket and tcp_add_backlog coalesced).
 - Every disagreement is one sentence; an empty list means they agree.
 """
 
@@ -46,7 +48,9 @@ class Row:
     options: tuple[str, ...]
     arrived_ms: float  # on the side's own clock (the model's, or the capture's)
     iteration: int = 0  # the model's; 0 for a captured segment
-    optional: bool = False  # the model's: an ACK that leaves only if a timer wins a race
+    # the model's: an ACK that leaves only if a timer wins a race, or that the
+    # kernel may merge away (Segment.race: tcp_add_backlog)
+    optional: bool = False
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -93,7 +97,7 @@ def model_rows(sim: Simulation) -> list[Row]:
         ]
     )
     rows = [
-        dataclasses.replace(row, iteration=segment.iteration)
+        dataclasses.replace(row, iteration=segment.iteration, optional=segment.race)
         for row, segment in zip(rows, sorted(chosen, key=lambda s: s.arrived_ms), strict=True)
     ]
     return _with_race_acks(

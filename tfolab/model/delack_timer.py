@@ -13,6 +13,10 @@ themselves are delack.py's, this module applies them to one socket):
   call a no-op.
 - `fire` is tcp_delack_timer_handler: it sends the ACK if one is still
   scheduled, and leaves pingpong or doubles ato (delack.timer_fired).
+- An immediate ACK is a race (Segment.race) when the segment is not the
+  last of its burst and the application read this socket within its
+  reaction time: it may hold the socket lock, and tcp_add_backlog coalesces
+  segments queued behind it, so the kernel may send one ACK for both.
 - Every armed timer says why it holds the ACK: the caller's reason, the FIN
   the socket hopes to piggyback on (CLOSE_WAIT), interactive mode (pingpong),
   or no quick ACK left.
@@ -33,7 +37,15 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
     why = rules.ack_now(sock.ack, sock.unacked_received_bytes, advances)
     cause = f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) arrived"
     if why is not None:
-        send_ack(sock, now, f"ACK at once: {why}", cause, wire.event_id)
+        race = sock.more_in_burst and now < sock.app_busy_until_ns
+        text = f"ACK at once: {why}"
+        if race:
+            text += (
+                "; but a race: the application was reading this socket at that moment, and "
+                "segments that arrive while it holds the socket wait in its backlog, where "
+                "tcp_add_backlog may merge this one with the next: then one ACK covers both"
+            )
+        send_ack(sock, now, text, cause, wire.event_id, race=race)
         return
     expiry = rules.delayed_ack_expiry(sock.ack, sock.jiffies(now), sock.srtt_jiffies())
     if expiry is None:

@@ -124,6 +124,7 @@ class TcpEndpoint:
         data = bytes(sock.rcv_buf)
         sock.rcv_buf.clear()
         sock.rspace.read_all()
+        sock.app_busy_until_ns = now + sock.env.app_reaction_ns
         sock.delivered += data
         sock.fin_read = sock.fin_received  # a recv() that reaches the FIN consumes it
         rules = sock.env.rules

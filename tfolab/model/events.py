@@ -62,6 +62,9 @@ class Segment:
     explanation: str
     cause: str
     caused_by: int | None
+    # an ACK the kernel may merge away: the receiving application held the
+    # socket, so tcp_add_backlog may coalesce this segment with the next one
+    race: bool = False
 
     @property
     def time_ms(self) -> float:
@@ -186,6 +189,7 @@ class Recorder:
         explanation: str,
         cause: str,
         caused_by: int | None,
+        race: bool = False,
     ) -> Segment:
         event = Segment(
             id=self._id(),
@@ -204,6 +208,7 @@ class Recorder:
             explanation=explanation,
             cause=cause,
             caused_by=caused_by,
+            race=race,
         )
         self._add(event)
         return event

@@ -90,10 +90,12 @@ class World:
         self.connections: dict[int, Connection] = {}
         self.headlines: dict[int, Headline] = {}
         self.wires: list[tuple[int, Wire]] = []  # (arrival ns, wire), for tests
-        self._in_flight: dict[tuple[int, str, int], int] = {}  # (conn, sender, arrival): count
+        # (connection, sender, arrival, sending action) -> segments still to arrive
+        self._in_flight: dict[tuple[int, str, int, int], int] = {}
         self.now = 0
         self._queue: list[tuple[int, int, Action]] = []
         self._counter = 0
+        self._acting = 0  # the running action's number: segments it sends form one burst
         self._plan: list[list[int]] = []
 
     # ------------------------------------------------------------ scheduling
@@ -105,18 +107,17 @@ class World:
 
     def _transmit(self, wire: Wire, arrival: int) -> None:
         self.wires.append((arrival, wire))
-        burst = (wire.connection, wire.sender, arrival)
+        burst = (wire.connection, wire.sender, arrival, self._acting)
         self._in_flight[burst] = self._in_flight.get(burst, 0) + 1
-        self._at(arrival, lambda now: self._deliver(now, wire))
+        self._at(arrival, lambda now: self._deliver(now, wire, burst))
 
-    def _last_of_burst(self, wire: Wire, now: int) -> bool:
-        """True when no other segment of this sender reaches this socket at this instant.
+    def _last_of_burst(self, burst: tuple[int, str, int, int]) -> bool:
+        """True when no other segment of this burst is still to arrive.
 
-        Segments sent back to back arrive together (one softirq run of the qdisc
-        or the delayer); the application the first one wakes runs after all of
-        them are queued, so it reads the burst at once.
+        Segments one action sends back to back arrive together (one softirq run
+        of the qdisc or the delayer); the application the first one wakes runs
+        after all of them are queued, so it reads the burst at once.
         """
-        burst = (wire.connection, wire.sender, now)
         left = self._in_flight[burst] - 1
         if left:
             self._in_flight[burst] = left
@@ -146,7 +147,7 @@ class World:
         self._at(0, lambda now: self._start_connection(now, None))
         steps = 0
         while self._queue:
-            t, _, action = heapq.heappop(self._queue)
+            t, self._acting, action = heapq.heappop(self._queue)
             self.now = t
             action(t)
             steps += 1
@@ -214,9 +215,12 @@ class World:
         self._start_connection(now, caused_by)
 
     # ------------------------------------------------------------ delivery
-    def _deliver(self, now: int, wire: Wire) -> None:
+    def _deliver(self, now: int, wire: Wire, burst: tuple[int, str, int, int]) -> None:
         conn = self.connections[wire.connection]
-        last = self._last_of_burst(wire, now)
+        last = self._last_of_burst(burst)
+        receiver = conn.client if wire.sender == "server" else conn.server
+        if receiver is not None:
+            receiver.sock.more_in_burst = not last
         if wire.sender == "server":
             conn.client.receive(now, wire)
             if last:

@@ -46,6 +46,7 @@ def transmit(
     caused_by: int | None,
     cookie: CookieInfo | None = None,
     mss_option: int | None = None,
+    race: bool = False,
 ) -> int:
     """Put one segment on the link and record it; returns the Segment event's id."""
     env = sock.env
@@ -76,6 +77,7 @@ def transmit(
         explanation=explanation,
         cause=cause,
         caused_by=caused_by,
+        race=race,
     )
     wire = Wire(
         sock.side, sock.connection, flags, seq, ack, payload, cookie, mss_option, event.id, what
@@ -137,7 +139,14 @@ def _timer_may_win(sock: TcpSock, now: int) -> bool:
     return now + sock.env.app_reaction_ns > earliest
 
 
-def send_ack(sock: TcpSock, now: int, explanation: str, cause: str, caused_by: int | None) -> int:
+def send_ack(
+    sock: TcpSock,
+    now: int,
+    explanation: str,
+    cause: str,
+    caused_by: int | None,
+    race: bool = False,
+) -> int:
     """tcp_send_ack: an ACK-only segment."""
     return transmit(
         sock,
@@ -148,6 +157,7 @@ def send_ack(sock: TcpSock, now: int, explanation: str, cause: str, caused_by: i
         explanation=explanation,
         cause=cause,
         caused_by=caused_by,
+        race=race,
     )
 
 

@@ -88,6 +88,10 @@ class TcpSock:
         self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss)
         self.rspace.initial_window(peer_timestamps_seen=side == "server")
         self.rspace.init_buffer_space()  # as the connection is established
+        # tcp_add_backlog: while the application holds the socket (a read that
+        # only just ran), segments of one burst may be merged into one
+        self.app_busy_until_ns = -1  # the application may hold the socket lock until then
+        self.more_in_burst = False  # the segment being received is not its burst's last
         self.delack_fire_ns: int | None = None  # when the armed delayed-ACK timer fires
         self.delack_event: int | None = None  # the Timer event that armed it
         self.delack_armed_ns = 0  # when it was armed
