@@ -19,6 +19,7 @@ import msgspec
 
 from tfolab.core import kernel, native
 from tfolab.core.errors import UserError
+from tfolab.lab import counters as counter_check
 from tfolab.lab import packets
 from tfolab.lab.catalog import Lab
 from tfolab.model import Accuracy, Simulation, simulate
@@ -107,6 +108,8 @@ class ScenarioResult:
     frames: list[tuple[int, bytes]] = field(default_factory=list)
     packet_diff: list[str] = field(default_factory=list)
     capture_lost: int = 0
+    # The predicted TcpExt counters the kernel moved otherwise (tfolab.lab.counters).
+    counter_diff: list[str] = field(default_factory=list)
 
     @property
     def band_ms(self) -> float:
@@ -138,6 +141,7 @@ class ScenarioResult:
         }
         if measured:
             data["counters"] = self.counters
+            data["counter_diff"] = list(self.counter_diff)
         data["predicted_counters"] = dict(self.simulation.counters)
         data["timeline"] = [event.to_json() for event in self.simulation.events]
         if measured and self.captured is not None:
@@ -168,6 +172,10 @@ class LabResult:
     @property
     def packet_failures(self) -> list[tuple[str, str]]:
         return [(s.planned.name, sentence) for s in self.scenarios for sentence in s.packet_diff]
+
+    @property
+    def counter_failures(self) -> list[tuple[str, str]]:
+        return [(s.planned.name, sentence) for s in self.scenarios for sentence in s.counter_diff]
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"lab": self.lab, "delay_ms": self.delay_ms}
@@ -361,7 +369,11 @@ async def run(
             captured.capture_lost = event.lost
             captured.compare_packets()
         elif isinstance(event, Counters) and event.scenario in by_name:
-            by_name[event.scenario].counters = dict(event.counters)
+            scenario = by_name[event.scenario]
+            scenario.counters = dict(event.counters)
+            scenario.counter_diff = counter_check.counter_diff(
+                scenario.simulation, scenario.counters
+            )
         if on_event is not None:
             on_event(event)
     if result is None:

@@ -23,6 +23,16 @@ from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, 
 from tfolab.model.window import DEFAULT_RECEIVE_SPACE
 
 DEFAULT_TICK_PHASE = 0.3  # of a tick
+# The TcpExt counters the model predicts; any it leaves out of `counters` it predicts at 0.
+PREDICTED_COUNTERS = (
+    "DelayedACKs",
+    "TCPFastOpenActive",
+    "TCPFastOpenActiveFail",
+    "TCPFastOpenCookieReqd",
+    "TCPFastOpenListenOverflow",
+    "TCPFastOpenPassive",
+    "TCPFastOpenPassiveFail",
+)
 DEFAULT_ACCURACY = Accuracy()
 
 
