@@ -19,6 +19,7 @@ EXPECTED = {
         "server-off",
         "large-data",
         "no-cookie",
+        "replay",
     ],
     "delack": ["nagle", "nodelay", "single-write", "cork", "quickack"],
 }

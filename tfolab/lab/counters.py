@@ -7,6 +7,9 @@ Rules:
 - A delayed-ACK timer the model names as a race (Timer.race: it was due within
   the application's reaction time) may fire on a real machine before the
   segment that carried the ACK; each such race may add one DelayedACKs.
+- The server application's own counts (connections accepted, requests
+  received, as the echo server reports them) are compared the same way: a
+  replayed SYN shows as one request more than the client ever sent.
 - Every disagreement is one sentence; an empty list means they agree.
 """
 
@@ -24,8 +27,10 @@ def delayed_ack_races(sim: Simulation) -> int:
     )
 
 
-def counter_diff(sim: Simulation, measured: dict[str, int]) -> list[str]:
-    """One sentence per predicted counter the kernel moved by another amount."""
+def counter_diff(
+    sim: Simulation, measured: dict[str, int], app: dict[str, int] | None = None
+) -> list[str]:
+    """One sentence per predicted counter the kernel (or the application) moved otherwise."""
     sentences = []
     races = delayed_ack_races(sim)
     for name in PREDICTED_COUNTERS:
@@ -36,4 +41,10 @@ def counter_diff(sim: Simulation, measured: dict[str, int]) -> list[str]:
             continue
         allowed = f"{predicted}" if not slack else f"{predicted} to {predicted + slack}"
         sentences.append(f"TcpExt {name} moved by {got}; the model predicted {allowed}")
+    for name, words in (("accepted", "accepted connections"), ("requests", "received requests")):
+        if app and name in app and app[name] != sim.app.get(name, 0):
+            sentences.append(
+                f"the server application {words.split()[0]} {app[name]} "
+                f"{words.split()[1]}; the model predicted {sim.app.get(name, 0)}"
+            )
     return sentences

@@ -110,6 +110,8 @@ class ScenarioResult:
     capture_lost: int = 0
     # The predicted TcpExt counters the kernel moved otherwise (tfolab.lab.counters).
     counter_diff: list[str] = field(default_factory=list)
+    # What the server application did in the measured part: "accepted", "requests".
+    app: dict[str, int] = field(default_factory=dict)
 
     @property
     def band_ms(self) -> float:
@@ -142,7 +144,10 @@ class ScenarioResult:
         if measured:
             data["counters"] = self.counters
             data["counter_diff"] = list(self.counter_diff)
+            if self.app:
+                data["app"] = dict(self.app)
         data["predicted_counters"] = dict(self.simulation.counters)
+        data["predicted_app"] = dict(self.simulation.app)
         data["timeline"] = [event.to_json() for event in self.simulation.events]
         if measured and self.captured is not None:
             data["captured"] = [msgspec.to_builtins(row) for row in self.captured]
@@ -371,8 +376,10 @@ async def run(
         elif isinstance(event, Counters) and event.scenario in by_name:
             scenario = by_name[event.scenario]
             scenario.counters = dict(event.counters)
+            if event.app_accepted is not None and event.app_requests is not None:
+                scenario.app = {"accepted": event.app_accepted, "requests": event.app_requests}
             scenario.counter_diff = counter_check.counter_diff(
-                scenario.simulation, scenario.counters
+                scenario.simulation, scenario.counters, scenario.app
             )
         if on_event is not None:
             on_event(event)

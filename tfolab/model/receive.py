@@ -1,6 +1,9 @@
 """A segment arrives: the receive path of one socket, as functions over sock.py's record.
 
 Rules (tcp_rcv_established / tcp_rcv_state_process, in this order):
+- a segment carrying an earlier connection's numbers on this 4-tuple (a
+  TIME_WAIT socket's ACK, replay.py) is refused; in SYN_RECV its ACK draws a
+  RST (tcp_ack fails, tcp_v4_send_reset);
 - in SYN_SENT only a SYN-ACK matters (handshake.receive_synack); a socket in
   CLOSED or LISTEN, or any SYN after the handshake, is ignored here (the
   listener's SYN goes to handshake.accept_syn);
@@ -28,6 +31,7 @@ from tfolab.model import delack_timer
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
 from tfolab.model.handshake import ack_of_synack, receive_synack
 from tfolab.model.output import push, send_ack
+from tfolab.model.replay import reset_stale_ack
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent, TcpState
 from tfolab.model.wire import Wire
@@ -35,6 +39,10 @@ from tfolab.model.wire import Wire
 
 def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
     """One segment from the peer reaches this socket at `now`."""
+    if wire.stale:  # another connection's numbers (replay.py): refused, maybe reset
+        if sock.state is TcpState.SYN_RECV and wire.ack is not None and "RST" not in wire.flags:
+            reset_stale_ack(sock, now, wire)
+        return
     if sock.state is TcpState.SYN_SENT:
         receive_synack(sock, now, wire)
         return

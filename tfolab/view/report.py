@@ -134,11 +134,13 @@ def scenario_heading(lab: Lab, scenario: ScenarioResult) -> str:
 
 def results_table(result: LabResult) -> str:
     header = (
-        f"{'scenario':<16} {'#':>2}  {'predicted':>16}  {'measured':>9}  {'packets':>13}  verdict"
+        f"{'scenario':<16} {'#':>2}  {'predicted':>16}  {'measured':>9}  {'packets':>13}  "
+        f"{'app got':>7}  verdict"
     )
     lines = [header, "-" * len(header)]
     for scenario in result.scenarios:
         packets = packets_cell(scenario)
+        requests = f"{scenario.app['requests']} req" if scenario.app else "-"
         for m in scenario.measurements:
             band = f"{m.predicted_ms:7.1f} ± {m.tolerance_ms:4.1f} ms"
             if m.measured_ms is None:
@@ -148,9 +150,9 @@ def results_table(result: LabResult) -> str:
                 verdict = "ok" if m.ok else f"OUTSIDE by {m.off_by_ms:.1f} ms"
             lines.append(
                 f"{scenario.planned.name:<16} {m.i:>2}  {band:>16}  {measured:>9}  "
-                f"{packets:>13}  {verdict}"
+                f"{packets:>13}  {requests:>7}  {verdict}"
             )
-            packets = ""  # once per scenario: the packets are the scenario's, not the round's
+            packets = requests = ""  # once per scenario: the scenario's, not the round's
     return "\n".join(lines)
 
 
@@ -194,9 +196,26 @@ def counters_text(result: LabResult) -> str:
             or "none moved (model: none)"
         )
         lines.append(f"  {scenario.planned.name:<16} {text}")
+    lines.append(
+        "The server application (the echo server's own counts) accepted / received requests:"
+    )
+    for scenario in result.scenarios:
+        lines.append(f"  {scenario.planned.name:<16} {app_words(scenario)}")
     for name, sentence in result.counter_failures:
         lines.append(f"  {name}: DISAGREES: {sentence}")
     return "\n".join(lines)
+
+
+def app_words(scenario: ScenarioResult) -> str:
+    """'2 connections, 2 requests (model 2, 2)'; the model alone when nothing was measured."""
+    model = scenario.simulation.app
+    predicted = f"{model.get('accepted', 0)}, {model.get('requests', 0)}"
+    if not scenario.app:
+        return f"model: {predicted}"
+    return (
+        f"{scenario.app['accepted']} connections, {scenario.app['requests']} requests "
+        f"(model {predicted})"
+    )
 
 
 def conclusion(result: LabResult) -> str:
