@@ -96,16 +96,18 @@ class World:
         self.headlines: dict[int, Headline] = {}
         self.wires: list[tuple[int, Wire]] = []  # (arrival ns, wire), for tests
         self.now = 0
-        self._queue: list[tuple[int, int, Action]] = []
+        # (time, 1 for an application's turn else 0, insertion number, action)
+        self._queue: list[tuple[int, int, int, Action]] = []
         self._counter = 0
         self._plan: list[list[int]] = []
 
     # ------------------------------------------------------------ scheduling
-    def _at(self, t: int, action: Action) -> None:
+    def _at(self, t: int, action: Action, *, application: bool = False) -> None:
+        """Run `action` at t; an application's turn waits for the kernel's work at that instant."""
         if t < self.now:
             raise ModelStuck(f"an action was scheduled in the past ({t} < {self.now} ns)")
         self._counter += 1
-        heapq.heappush(self._queue, (t, self._counter, action))
+        heapq.heappush(self._queue, (t, int(application), self._counter, action))
 
     def _transmit(self, wire: Wire, arrival: int) -> None:
         self.wires.append((arrival, wire))
@@ -135,7 +137,7 @@ class World:
         self._at(0, lambda now: self._start_connection(now, None))
         steps = 0
         while self._queue:
-            t, _, action = heapq.heappop(self._queue)
+            t, _, _, action = heapq.heappop(self._queue)
             self.now = t
             action(t)
             steps += 1
@@ -267,6 +269,13 @@ class World:
             counting=conn.counting,
         )
         conn.server = server
-        conn.server_script = ServerScript(server, cfg, self.app if conn.counting else None)
+        script = ServerScript(server, cfg, self.app if conn.counting else None)
+        conn.server_script = script
         server.accept_syn(now, wire, decision, self.fastopen)
-        conn.server_script.wake(now, wire.event_id)
+        if conn.replay is None:
+            script.wake(now, wire.event_id)
+            return
+        # The replayed child's application runs once the kernel is done at this instant:
+        # at D = 0 the SYN-ACK, the TIME_WAIT socket's ACK and the RST all happen in the
+        # softirq of the SYN's arrival, before the server process is scheduled.
+        self._at(now, lambda t: script.wake(t, wire.event_id), application=True)

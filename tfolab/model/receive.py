@@ -43,6 +43,17 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
         if sock.state is TcpState.SYN_RECV and wire.ack is not None and "RST" not in wire.flags:
             reset_stale_ack(sock, now, wire)
         return
+    if "RST" in wire.flags:
+        if wire.seq == sock.rcv_nxt and sock.state is not TcpState.CLOSED:
+            sock.move(TcpEvent.RECV_RST)
+            sock.note(
+                now,
+                f"the RST sits exactly at rcv_nxt: tcp_reset closes the {sock.side}'s socket "
+                "(its application's next call gets ECONNRESET)",
+                wire.event_id,
+                "RST arrived",
+            )
+        return
     if sock.state is TcpState.SYN_SENT:
         receive_synack(sock, now, wire)
         return

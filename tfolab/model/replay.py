@@ -28,6 +28,12 @@ ports, same ISN, same cookie, same request). What follows is Linux's:
   child's retransmission timer resends it; the client's host, with no socket
   now, answers with a RST (tcp_v4_send_reset), which resets the child
   (tcp_reset) and the server application sees ECONNRESET.
+- At D = 0 the order changes: the SYN-ACK, the TIME_WAIT ACK, the RST and the
+  assassination all run in the softirq of the SYN's arrival, before the server
+  process is scheduled to answer (the loop gives the application its turn
+  after the kernel's work at one instant). The response then meets no socket:
+  the client's host answers it with a RST at the child's rcv_nxt, which resets
+  the child at once (tcp_reset). The request was still received twice.
 
 Segments from the TIME_WAIT socket, and the RSTs answering them, carry
 connection 1's sequence numbers: they are recorded on connection 1 (as a
@@ -126,6 +132,8 @@ class TimeWaitPeer:
                     cause="RST arrived",
                     caused_by=wire.event_id,
                 ).id
+                if self.headline.end_id is None:
+                    return  # the response is still to come: it will meet no socket
                 recorder.note(
                     now,
                     iteration=self.iteration,
@@ -141,8 +149,6 @@ class TimeWaitPeer:
                     caused_by=killed,
                 )
             return  # a RST is never answered
-        if not self.alive:
-            return  # not reached within the lab's window (see the module docstring)
         if wire.payload and self.headline.end_id is None:
             self.headline.end_id = self.sock.env.recorder.note(
                 now,
@@ -157,6 +163,9 @@ class TimeWaitPeer:
                 cause=f"{wire.what} arrived",
                 caused_by=wire.event_id,
             ).id
+        if not self.alive:
+            self._reset(now, wire)
+            return
         limited = not wire.payload or wire.syn
         ratelimit_ns = ms_to_ns(INVALID_RATELIMIT_MS)
         recent = self.last_oow_ack_ns is not None and now - self.last_oow_ack_ns < ratelimit_ns
@@ -173,6 +182,33 @@ class TimeWaitPeer:
             "own old numbers (tcp_v4_timewait_ack)"
             + ("" if limited else "; data is never rate-limited"),
         )
+
+    def _reset(self, now: int, wire: Wire) -> None:
+        """No socket any more: tcp_v4_rcv -> tcp_v4_send_reset (seq = the segment's ack)."""
+        assert wire.ack is not None
+        env = self.sock.env
+        event = env.recorder.segment(
+            iteration=self.iteration,
+            connection=self.route,
+            sent_ns=now,
+            arrived_ns=env.link.arrival(now),
+            sender="client",
+            flags=("RST",),
+            seq=wire.ack,
+            ack=None,
+            length=0,
+            options=(),
+            cookie=None,
+            what="RST",
+            explanation=(
+                f"the {wire.what} reaches a host with no socket for it any more (the TIME_WAIT "
+                "socket was killed): tcp_v4_send_reset answers with a RST whose seq is its ack"
+            ),
+            cause=f"{wire.what} arrived",
+            caused_by=wire.event_id,
+        )
+        rst = Wire("client", self.route, ("RST",), wire.ack, None, b"", None, None, event.id, "RST")
+        env.transmit(rst, env.link.arrival(now))
 
     def _ack(self, now: int, wire: Wire, explanation: str) -> None:
         sock = self.sock

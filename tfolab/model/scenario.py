@@ -165,7 +165,6 @@ class ScenarioConfig:
             )
         return self
 
-
     def _check_replay(self) -> None:
         """replay_syn replays a SYN whose data the server accepted: everything must allow it."""
         syn_room = min(min(self.mtu, 65535) - 80, 32768)  # fastopen.syn_data_space
