@@ -255,7 +255,8 @@ class World:
             return
         conn.server.receive(now, wire)
         assert conn.server_script is not None
-        conn.server_script.wake(now, wire.event_id)
+        if not wire.stale:  # another connection's ACK gives the application nothing
+            conn.server_script.wake(now, wire.event_id)
 
     def _listener_syn(self, now: int, conn: Connection, wire: Wire) -> None:
         cfg = self.config
