@@ -79,3 +79,17 @@ def test_counters_are_judged_against_the_model() -> None:
     text = report.counters_text(result)
     assert "DelayedACKs +4 (model +4)" in text and "TCPPureAcks +3" in text
     assert "DISAGREES" not in text
+
+
+def test_the_application_counts_are_judged_too() -> None:
+    lab = find_lab("fastopen")
+    planned = session.plan(lab, "replay")
+    result = session.predict(lab, planned, 10.0, hz=250)
+    sim = result.scenarios[0].simulation
+    assert sim.app == {"accepted": 2, "requests": 2}
+    measured = {"TCPFastOpenActive": 1, "TCPFastOpenPassive": 2}
+    assert counters.counter_diff(sim, measured, {"accepted": 2, "requests": 2}) == []
+    assert counters.counter_diff(sim, measured, {"accepted": 1, "requests": 1}) == [
+        "the server application accepted 1 connections; the model predicted 2",
+        "the server application received 1 requests; the model predicted 2",
+    ]

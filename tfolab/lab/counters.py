@@ -18,6 +18,9 @@ from __future__ import annotations
 from tfolab.model import Simulation, Timer
 from tfolab.model.simulation import PREDICTED_COUNTERS
 
+# (key in `app`, its verb, its noun): what the server application did
+APP_COUNTS = (("accepted", "accepted", "connections"), ("requests", "received", "requests"))
+
 
 def delayed_ack_races(sim: Simulation) -> int:
     """How many delayed-ACK timers of the measured part may win their race on a real machine."""
@@ -41,10 +44,10 @@ def counter_diff(
             continue
         allowed = f"{predicted}" if not slack else f"{predicted} to {predicted + slack}"
         sentences.append(f"TcpExt {name} moved by {got}; the model predicted {allowed}")
-    for name, words in (("accepted", "accepted connections"), ("requests", "received requests")):
+    for name, verb, noun in APP_COUNTS:
         if app and name in app and app[name] != sim.app.get(name, 0):
             sentences.append(
-                f"the server application {words.split()[0]} {app[name]} "
-                f"{words.split()[1]}; the model predicted {sim.app.get(name, 0)}"
+                f"the server application {verb} {app[name]} {noun}; "
+                f"the model predicted {sim.app.get(name, 0)}"
             )
     return sentences
