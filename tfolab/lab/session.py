@@ -366,7 +366,9 @@ async def run(
                 measurement = scenario.measurements[event.i - 1]
                 measurement.measured_ms = event.measured_ms
                 measurement.start_ms = event.start_ms
-                if scenario.planned.config.pattern == "rr":
+                config = scenario.planned.config
+                replayed = config.replay_syn and event.i == scenario.planned.iterations
+                if config.pattern == "rr" and not replayed:  # a replay calls no connect()
                     measurement.connect_ms = event.connect_ms
         elif isinstance(event, Captured) and event.scenario in by_name:
             captured = by_name[event.scenario]
