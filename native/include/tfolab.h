@@ -33,7 +33,7 @@ extern "C" {
 #define TFL_API
 #endif
 
-#define TFL_ABI_VERSION 1
+#define TFL_ABI_VERSION 2
 
 /* Limits (documented in --help of the executables). */
 #define TFL_HOST_MAX 64                  /* host / bind address, incl. NUL  */
@@ -108,10 +108,23 @@ struct tfl_server_config {
     int32_t max_conns;             /* return after N connections closed, 0 = forever */
 };
 
+/*
+ * What the server application did, totals since tfl_server_run_counted began.
+ * A request is a complete line (line mode), a request head (http mode) or a
+ * recv() that returned data (echo mode): what the application acted upon.
+ */
+struct tfl_server_stats {
+    int64_t accepted;        /* connections accept()ed                      */
+    int64_t requests;        /* requests received (see above)               */
+    int64_t bytes_received;  /* bytes recv()ed                               */
+    int64_t closed;          /* connections closed                          */
+};
+
 TFL_API int tfl_abi_version(void);
 TFL_API size_t tfl_sizeof_client_config(void);
 TFL_API size_t tfl_sizeof_sample(void);
 TFL_API size_t tfl_sizeof_server_config(void);
+TFL_API size_t tfl_sizeof_server_stats(void);
 
 /* CLOCK_MONOTONIC in nanoseconds, the clock of every timestamp. */
 TFL_API int64_t tfl_now_ns(void);
@@ -152,6 +165,15 @@ TFL_API int tfl_server_listen(const struct tfl_server_config *cfg, int *port_out
  */
 TFL_API int tfl_server_run(int listen_fd, const struct tfl_server_config *cfg, int stop_fd,
                            char *err, size_t errlen);
+
+/*
+ * tfl_server_run that also counts into *stats (zeroed first; NULL counts
+ * nothing). The counts are updated as they happen, in the serving thread, so a
+ * signal handler of that thread may read them between two events.
+ */
+TFL_API int tfl_server_run_counted(int listen_fd, const struct tfl_server_config *cfg,
+                                   int stop_fd, struct tfl_server_stats *stats, char *err,
+                                   size_t errlen);
 
 #ifdef __cplusplus
 }

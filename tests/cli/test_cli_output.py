@@ -93,9 +93,9 @@ def test_simulate_without_a_scenario_is_one_summary_table() -> None:
     for scenario in lab.scenarios:
         assert any(line.startswith(f"{scenario.name} ") for line in lines), scenario.name
     cookie = next(line for line in lines if line.startswith("cookie "))
-    assert "ms each" in cookie and "1.0 RTT each" in cookie
+    assert "ms each" in cookie and "1 RTT each" in cookie
     invalid = next(line for line in lines if line.startswith("invalid-cookie "))
-    assert "first 2.0 RTT, later 1.0 RTT" in invalid
+    assert "first 2 RTT, later 1 RTT" in invalid
     assert "--ladder" in lines[-1]
 
 

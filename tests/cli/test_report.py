@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfolab.lab import session
+from tfolab.lab import counters, session
 from tfolab.lab.catalog import find_lab
 from tfolab.view import report
 
@@ -26,7 +26,7 @@ def test_inside_the_band_reads_as_agreement() -> None:
     text = report.conclusion(result)
     assert text.count("\n") == 1
     assert "All 2 measurements fell inside" in text
-    assert "cookie 1.0" in text  # one round trip, in plain words
+    assert "cookie 1 RTT each" in text  # one round trip, in plain words
     assert "TCPFastOpenActive +2" in report.counters_text(result)
 
 
@@ -40,3 +40,56 @@ def test_outside_the_band_says_which_and_by_how_much() -> None:
     assert f"OUTSIDE by {27.0 - band_top:.1f} ms" in table
     assert "cookie #2 measured 27.0 ms" in report.conclusion(result)
     assert result.to_json()["scenarios"][0]["iterations"][1]["ok"] is False
+
+
+def test_round_trips_are_whole_per_iteration_never_a_median_of_mixed_ones() -> None:
+    lab = find_lab("fastopen")
+    planned = session.plan(lab, "invalid-cookie")
+    result = session.predict(lab, planned, 10.0, hz=250)
+    result.measured = True
+    first, second = result.scenarios[0].measurements
+    first.measured_ms, second.measured_ms = 41.7, 20.8
+    line = report.round_trips_line(result)
+    assert "invalid-cookie #1 2 RTT (41.7 ms), #2 1 RTT (20.8 ms)" in line
+    assert "1.5" not in line
+
+
+def test_delack_rounds_read_as_round_trips_plus_a_delayed_ack() -> None:
+    lab = find_lab("delack")
+    planned = session.plan(lab, "nagle")
+    result = session.predict(lab, planned, 10.0, hz=250)
+    result.measured = True
+    values = [40.5, 84.1, 84.0, 84.2, 84.0]
+    for m, value in zip(result.scenarios[0].measurements, values, strict=True):
+        m.measured_ms = value
+    line = report.round_trips_line(result)
+    assert "nagle #1 2 RTT (40.5 ms), #2-5 2 RTT + delayed ACK (84.0 ms)" in line
+
+
+def test_counters_are_judged_against_the_model() -> None:
+    lab = find_lab("delack")
+    planned = session.plan(lab, "nagle")
+    result = session.predict(lab, planned, 10.0, hz=250)
+    scenario = result.scenarios[0]
+    assert scenario.simulation.counters == {"DelayedACKs": 4}
+    assert counters.counter_diff(scenario.simulation, {"DelayedACKs": 4, "TW": 1}) == []
+    [sentence] = counters.counter_diff(scenario.simulation, {"DelayedACKs": 5})
+    assert sentence == "TcpExt DelayedACKs moved by 5; the model predicted 4"
+    scenario.counters = {"DelayedACKs": 4, "TCPPureAcks": 3}
+    text = report.counters_text(result)
+    assert "DelayedACKs +4 (model +4)" in text and "TCPPureAcks +3" in text
+    assert "DISAGREES" not in text
+
+
+def test_the_application_counts_are_judged_too() -> None:
+    lab = find_lab("fastopen")
+    planned = session.plan(lab, "replay")
+    result = session.predict(lab, planned, 10.0, hz=250)
+    sim = result.scenarios[0].simulation
+    assert sim.app == {"accepted": 2, "requests": 2}
+    measured = {"TCPFastOpenActive": 1, "TCPFastOpenPassive": 2}
+    assert counters.counter_diff(sim, measured, {"accepted": 2, "requests": 2}) == []
+    assert counters.counter_diff(sim, measured, {"accepted": 1, "requests": 1}) == [
+        "the server application accepted 1 connections; the model predicted 2",
+        "the server application received 1 requests; the model predicted 2",
+    ]

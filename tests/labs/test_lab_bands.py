@@ -35,6 +35,8 @@ def test_every_measurement_inside_its_band(
         if not i["ok"]
     ]
     assert not outside, "\n".join(outside)
+    counters = [f"{s['name']}: {line}" for s in result["scenarios"] for line in s["counter_diff"]]
+    assert not counters, "\n".join(counters)
     if "capture" in result:
         pytest.skip(f"timings agree; {result['capture']}")
     disagreements = [
@@ -59,10 +61,25 @@ def test_fastopen_counters_confirm_the_story(delaying_machine: LabMachine) -> No
 
 
 @TIMING
+def test_delack_counters_match_the_prediction(delaying_machine: LabMachine) -> None:
+    """The model knows every delayed-ACK timer that sends an ACK: DelayedACKs is predicted."""
+    done = run_tfolab("run", "delack", "--delay", "10", "--json")
+    assert done.returncode in (0, 1), done.stderr
+    by_name = {s["name"]: s for s in json.loads(done.stdout)["scenarios"]}
+    nagle = by_name["nagle"]
+    assert nagle["predicted_counters"]["DelayedACKs"] == 4  # rounds 2-5 stall once each
+    assert nagle["counters"]["DelayedACKs"] == 4
+    for scenario in by_name.values():
+        assert scenario["counter_diff"] == [], scenario["name"]
+        predicted = scenario["predicted_counters"].get("DelayedACKs", 0)
+        assert scenario["counters"].get("DelayedACKs", 0) == predicted, scenario["name"]
+
+
+@TIMING
 def test_text_report_has_table_counters_and_conclusion(delaying_machine: LabMachine) -> None:
     done = run_tfolab("run", "delack", "--delay", "10", "--scenario", "nagle")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "predicted" in done.stdout and "measured" in done.stdout
-    assert "DelayedACKs" in done.stdout
+    assert "DelayedACKs +4 (model +4)" in done.stdout
     assert "inside their predicted bands" in done.stdout
     assert "running nagle" in done.stderr

@@ -19,6 +19,7 @@ EXPECTED = {
         "server-off",
         "large-data",
         "no-cookie",
+        "replay",
     ],
     "delack": ["nagle", "nodelay", "single-write", "cork", "quickack"],
 }
@@ -97,3 +98,17 @@ def test_cli_lists_a_broken_lab_file_and_exits_0(tmp_path: Path) -> None:
     assert done.stderr == ""
     [line] = [line for line in done.stdout.splitlines() if "BROKEN" in line]
     assert line.startswith("x ") and "broken.toml:7" in line and "warp_speed" in line
+
+
+def test_the_fastopen_guide_says_what_the_kernel_does() -> None:
+    """Pinned wordings: the option kinds are tried 34, 254, then 34 for good (try_exp),
+    never "alternated"; Linux retransmits a SYN without its data, so the GET-vs-POST
+    risk is a duplicated or replayed SYN, which the replay scenario shows."""
+    text = find_lab("fastopen").guide_text()
+    assert "alternat" not in text
+    assert "then stays on kind 34" in text and "try_exp" in text
+    assert "retransmits a lost SYN without its data" in text
+    assert "an attacker captured and replays" in text and "`replay` shows it for real" in text
+    notes = (Path(__file__).parents[2] / "docs" / "TCP-NOTES.md").read_text()
+    assert "alternat" not in notes and "then stays on 34" in notes
+    assert "retransmits a lost SYN without its data" in notes

@@ -42,6 +42,7 @@ SCENARIOS: tuple[NamedScenario, ...] = (
     _fo("server-off", server_fastopen_qlen=0),
     _fo("large-data", mtu=1500, request_bytes=3000),
     _fo("no-cookie", fastopen_sysctl=0x4 | 0x200 | 0x3),
+    _fo("replay", 2, cookie_cache="warm", replay_syn=True),
     _dl("nagle"),
     _dl("nodelay", nodelay=True),
     _dl("single-write", single_write=True),

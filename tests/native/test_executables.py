@@ -238,3 +238,31 @@ def test_host_namespace_is_never_touched() -> None:
     with open("/proc/sys/net/ipv4/tcp_fastopen") as sysctl:
         assert sysctl.read() == before
     assert TIMEOUT_S > 0
+
+
+def _stats_body() -> list[str]:
+    lines = []
+    with echo_server("--mode", "line") as (server, port):
+        assert server.stdout is not None
+        server.send_signal(signal.SIGUSR1)
+        lines.append(server.stdout.readline().strip())
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            conn.sendall(b"one\ntwo\nthr")
+            got = b""
+            while got.count(b"\n") < 2:
+                got += conn.recv(100)
+            conn.sendall(b"ee\n")
+            while got.count(b"\n") < 3:
+                got += conn.recv(100)
+        time.sleep(0.05)  # the server sees the close
+        server.send_signal(signal.SIGUSR1)
+        lines.append(server.stdout.readline().strip())
+    return lines
+
+
+def test_sigusr1_reports_what_the_application_received() -> None:
+    """STATS counts complete lines as requests, however they were split into reads."""
+    assert run_in_netns(_stats_body) == [
+        "STATS accepted=0 requests=0 bytes=0 closed=0",
+        "STATS accepted=1 requests=3 bytes=14 closed=1",
+    ]

@@ -645,3 +645,37 @@ if __name__ == "__main__":
         "refused": inside_refused,
     }
     print(json.dumps(SCENARIOS[sys.argv[1]](*sys.argv[2:]), default=str))
+
+
+def test_a_replayed_syn_is_a_new_connection_and_old_numbers_stay_with_the_old_one() -> None:
+    """The replay scenario: same ISN again after a SYN-ACK; TIME_WAIT ACKs and the RSTs
+    answering them carry the first connection's numbers (the server's new ISN is later)."""
+    c, old, new = 1000, 50_000, 2_000_000
+
+    def back(flags: int, seq: int, ack: int, payload: bytes = b"") -> bytes:
+        return make_frame(flags, seq, ack, payload, sport=5000, dport=40000)
+
+    segments = [
+        seg(10, make_frame(SYN, c, 0, b"q" * 16, OPT_MSS + TFO_COOKIE)),
+        seg(20, back(SYN | ACK, old, c + 17)),
+        seg(20.1, back(PSH | ACK, old + 1, c + 17, b"r" * 16)),
+        seg(30, make_frame(FIN | ACK, c + 17, old + 17)),
+        seg(40, back(FIN | ACK, old + 17, c + 18)),
+        seg(50, make_frame(ACK, c + 18, old + 18)),
+        seg(100, make_frame(SYN, c, 0, b"q" * 16, OPT_MSS + TFO_COOKIE)),  # the replay
+        seg(110, back(SYN | ACK, new, c + 17)),
+        seg(110.1, back(PSH | ACK, new + 1, c + 17, b"r" * 16)),
+        seg(120, make_frame(ACK, c + 18, old + 18)),  # TIME_WAIT's ACK
+        seg(130, back(RST, old + 18, 0)),  # tcp_v4_send_reset: seq = that ack
+        seg(140, make_frame(RST, c + 17, 0)),  # no socket: answers the new child
+    ]
+    rows = number_connections(segments, origin_ns=0)
+    got = [(r.connection, r.sender, r.flags, r.seq, r.ack) for r in rows[6:]]
+    assert got == [
+        (2, "client", ("SYN",), 0, None),
+        (2, "server", ("SYN", "ACK"), 0, 17),
+        (2, "server", ("ACK", "PSH"), 1, 17),
+        (1, "client", ("ACK",), 18, 18),
+        (1, "server", ("RST",), 18, None),
+        (2, "client", ("RST",), 17, None),
+    ]

@@ -1,7 +1,8 @@
 """`tfolab run`: the real run in the lab's namespace, the model's prediction beside it.
 
-Exit 1 when a measurement falls outside its band or a captured packet disagrees
-with the model; the sentences go to stderr.
+Exit 1 when a measurement falls outside its band, a captured packet disagrees
+with the model, or a predicted TcpExt counter moved otherwise; the sentences go
+to stderr.
 """
 
 from __future__ import annotations
@@ -78,9 +79,9 @@ def handle(args: argparse.Namespace) -> int:
             f"(backend {result.backend}); the report uses what ran",
             file=sys.stderr,
         )
-    for name, sentence in result.packet_failures:
+    for name, sentence in result.packet_failures + result.counter_failures:
         print(f"tfolab: {lab.name}/{name}: {sentence}", file=sys.stderr)
-    return 1 if result.failures or result.packet_failures else 0
+    return 1 if result.failures or result.packet_failures or result.counter_failures else 0
 
 
 def _save_capture(path: str, result: LabResult) -> None:

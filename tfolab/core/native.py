@@ -37,7 +37,7 @@ __all__ = [
     "run_client",
 ]
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 HOST_MAX = 64
 MAX_PAYLOAD = 1024 * 1024
 MAX_SAMPLES = 100_000
@@ -114,6 +114,17 @@ class CServerConfig(ctypes.Structure):
     ]
 
 
+class CServerStats(ctypes.Structure):
+    """struct tfl_server_stats."""
+
+    _fields_ = [
+        ("accepted", ctypes.c_int64),
+        ("requests", ctypes.c_int64),
+        ("bytes_received", ctypes.c_int64),
+        ("closed", ctypes.c_int64),
+    ]
+
+
 _P = ctypes.POINTER
 # name -> (restype, argtypes), exactly as in tfolab.h
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
@@ -121,6 +132,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "tfl_sizeof_client_config": (ctypes.c_size_t, []),
     "tfl_sizeof_sample": (ctypes.c_size_t, []),
     "tfl_sizeof_server_config": (ctypes.c_size_t, []),
+    "tfl_sizeof_server_stats": (ctypes.c_size_t, []),
     "tfl_now_ns": (ctypes.c_int64, []),
     "tfl_errno_name": (ctypes.c_char_p, [ctypes.c_int]),
     "tfl_client_config_init": (None, [_P(CClientConfig)]),
@@ -145,11 +157,23 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
         ctypes.c_int,
         [ctypes.c_int, _P(CServerConfig), ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t],
     ),
+    "tfl_server_run_counted": (
+        ctypes.c_int,
+        [
+            ctypes.c_int,
+            _P(CServerConfig),
+            ctypes.c_int,
+            _P(CServerStats),
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ],
+    ),
 }
 _SIZES = {
     "tfl_sizeof_client_config": CClientConfig,
     "tfl_sizeof_sample": CSample,
     "tfl_sizeof_server_config": CServerConfig,
+    "tfl_sizeof_server_stats": CServerStats,
 }
 
 _lock = threading.Lock()

@@ -19,6 +19,7 @@ import msgspec
 
 from tfolab.core import kernel, native
 from tfolab.core.errors import UserError
+from tfolab.lab import counters as counter_check
 from tfolab.lab import packets
 from tfolab.lab.catalog import Lab
 from tfolab.model import Accuracy, Simulation, simulate
@@ -108,6 +109,10 @@ class ScenarioResult:
     frames: list[tuple[int, bytes]] = field(default_factory=list)
     packet_diff: list[str] = field(default_factory=list)
     capture_lost: int = 0
+    # The predicted TcpExt counters the kernel moved otherwise (tfolab.lab.counters).
+    counter_diff: list[str] = field(default_factory=list)
+    # What the server application did in the measured part: "accepted", "requests".
+    app: dict[str, int] = field(default_factory=dict)
 
     @property
     def band_ms(self) -> float:
@@ -139,7 +144,11 @@ class ScenarioResult:
         }
         if measured:
             data["counters"] = self.counters
+            data["counter_diff"] = list(self.counter_diff)
+            if self.app:
+                data["app"] = dict(self.app)
         data["predicted_counters"] = dict(self.simulation.counters)
+        data["predicted_app"] = dict(self.simulation.app)
         data["timeline"] = [event.to_json() for event in self.simulation.events]
         if measured and self.captured is not None:
             data["captured"] = [msgspec.to_builtins(row) for row in self.captured]
@@ -169,6 +178,10 @@ class LabResult:
     @property
     def packet_failures(self) -> list[tuple[str, str]]:
         return [(s.planned.name, sentence) for s in self.scenarios for sentence in s.packet_diff]
+
+    @property
+    def counter_failures(self) -> list[tuple[str, str]]:
+        return [(s.planned.name, sentence) for s in self.scenarios for sentence in s.counter_diff]
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"lab": self.lab, "delay_ms": self.delay_ms}
@@ -364,7 +377,9 @@ async def run(
                 measurement = scenario.measurements[event.i - 1]
                 measurement.measured_ms = event.measured_ms
                 measurement.start_ms = event.start_ms
-                if scenario.planned.config.pattern == "rr":
+                config = scenario.planned.config
+                replayed = config.replay_syn and event.i == scenario.planned.iterations
+                if config.pattern == "rr" and not replayed:  # a replay calls no connect()
                     measurement.connect_ms = event.connect_ms
         elif isinstance(event, Captured) and event.scenario in by_name:
             captured = by_name[event.scenario]
@@ -372,7 +387,13 @@ async def run(
             captured.capture_lost = event.lost
             captured.compare_packets()
         elif isinstance(event, Counters) and event.scenario in by_name:
-            by_name[event.scenario].counters = dict(event.counters)
+            scenario = by_name[event.scenario]
+            scenario.counters = dict(event.counters)
+            if event.app_accepted is not None and event.app_requests is not None:
+                scenario.app = {"accepted": event.app_accepted, "requests": event.app_requests}
+            scenario.counter_diff = counter_check.counter_diff(
+                scenario.simulation, scenario.counters, scenario.app
+            )
         if on_event is not None:
             on_event(event)
     if result is None:

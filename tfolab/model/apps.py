@@ -298,6 +298,7 @@ class ClientScript:
 class ServerScript:
     ep: TcpEndpoint
     config: ScenarioConfig
+    app: dict[str, int] | None = None  # counts "accepted" and "requests" (None: not counted)
     accepted: bool = False
     closed: bool = False
     inbuf: bytearray = field(default_factory=bytearray)
@@ -325,6 +326,8 @@ class ServerScript:
             if not (sock.tfo_child or sock.state not in _NOT_ACCEPTABLE):
                 return
             self.accepted = True
+            if self.app is not None:
+                self.app["accepted"] += 1
             why = (
                 "accept(): a Fast Open child, readable before the handshake ends"
                 if sock.tfo_child
@@ -359,6 +362,8 @@ class ServerScript:
             line = bytes(self.inbuf[:end])
             del self.inbuf[:end]
             self.waiting_note = False
+            if self.app is not None:
+                self.app["requests"] += 1
             write = self.call(
                 now, "write", f"{len(line)} B", f"a whole line arrived: send the {name}", caused_by
             )

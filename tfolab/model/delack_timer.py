@@ -12,7 +12,9 @@ themselves are delack.py's, this module applies them to one socket):
   armed later or cancelled since (an ACK left: output._ack_sent) makes that
   call a no-op.
 - `fire` is tcp_delack_timer_handler: it sends the ACK if one is still
-  scheduled, and leaves pingpong or doubles ato (delack.timer_fired).
+  scheduled, and leaves pingpong or doubles ato (delack.timer_fired); each
+  ACK it sends counts TcpExt DelayedACKs (LINUX_MIB_DELAYEDACKS). A timer that
+  finds nothing scheduled (an ACK already left) counts nothing.
 - An immediate ACK is a race (Segment.race) when the segment is not the
   last of its burst and the application read this socket within its
   reaction time: it may hold the socket lock, and tcp_add_backlog coalesces
@@ -124,6 +126,7 @@ def fire(sock: TcpSock, now: int) -> None:
         caused_by=sock.delack_event,
     ).id
     if what is not None:
+        sock.count("DelayedACKs")  # tcp_delack_timer_handler: __NET_INC_STATS(DELAYEDACKS)
         send_ack(
             sock,
             now,

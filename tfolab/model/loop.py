@@ -14,6 +14,11 @@ Rules:
   on one connection set up in iteration 0. cookie_cache "warm" adds one
   unmeasured connection (iteration 0) before iteration 1; its counters are not
   counted, as the runner reads the counters after it.
+- replay_syn: the last iteration is the attacker's replay of iteration 1's SYN
+  (replay.py), sent REPLAY_GAP after the previous client's close + 3D; its
+  connection's client side is connection 1's TIME_WAIT socket (TimeWaitPeer).
+- `app` counts what the server application did in the measured part
+  (connections accepted, request lines received), as the echo server reports.
 """
 
 from __future__ import annotations
@@ -23,14 +28,15 @@ from dataclasses import dataclass
 from functools import partial
 
 from tfolab.model.apps import ClientScript, ServerScript
-from tfolab.model.clock import JiffyClock, Link
+from tfolab.model.clock import JiffyClock, Link, ms_to_ns
 from tfolab.model.delack import DelackRules
 from tfolab.model.endpoint import TcpEndpoint
 from tfolab.model.events import Recorder
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
 from tfolab.model.predict import Headline
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
-from tfolab.model.scenario import ScenarioConfig
+from tfolab.model.replay import TimeWaitPeer, send_replay
+from tfolab.model.scenario import REPLAY_GAP_MS, ScenarioConfig
 from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 from tfolab.model.wire import Action, Env, Wire
 
@@ -49,6 +55,7 @@ class Connection:
     server: TcpEndpoint | None = None
     server_script: ServerScript | None = None
     counting: bool = True
+    replay: TimeWaitPeer | None = None  # the replayed SYN's connection: the client's host
 
 
 class World:
@@ -68,6 +75,7 @@ class World:
         self.iterations = iterations
         self.recorder = Recorder()
         self.counters: dict[str, int] = {}
+        self.app: dict[str, int] = {"accepted": 0, "requests": 0}
         self.env = Env(
             recorder=self.recorder,
             clock=JiffyClock(hz, tick_phase_ns),
@@ -93,17 +101,19 @@ class World:
         # (connection, sender, arrival, sending action) -> segments still to arrive
         self._in_flight: dict[tuple[int, str, int, int], int] = {}
         self.now = 0
-        self._queue: list[tuple[int, int, Action]] = []
+        # (time, 1 for an application's turn else 0, insertion number, action)
+        self._queue: list[tuple[int, int, int, Action]] = []
         self._counter = 0
         self._acting = 0  # the running action's number: segments it sends form one burst
         self._plan: list[list[int]] = []
 
     # ------------------------------------------------------------ scheduling
-    def _at(self, t: int, action: Action) -> None:
+    def _at(self, t: int, action: Action, *, application: bool = False) -> None:
+        """Run `action` at t; an application's turn waits for the kernel's work at that instant."""
         if t < self.now:
             raise ModelStuck(f"an action was scheduled in the past ({t} < {self.now} ns)")
         self._counter += 1
-        heapq.heappush(self._queue, (t, self._counter, action))
+        heapq.heappush(self._queue, (t, int(application), self._counter, action))
 
     def _transmit(self, wire: Wire, arrival: int) -> None:
         self.wires.append((arrival, wire))
@@ -132,6 +142,8 @@ class World:
             plan.append([0])
         if cfg.fresh_connection_each_iteration:
             plan += [[i] for i in range(1, self.iterations + 1)]
+            if cfg.replay_syn:
+                plan[-1] = [-self.iterations]  # the replay, not a client connection
         else:
             plan.append(list(range(1, self.iterations + 1)))
         if cfg.cookie_cache == "keep":
@@ -147,7 +159,7 @@ class World:
         self._at(0, lambda now: self._start_connection(now, None))
         steps = 0
         while self._queue:
-            t, self._acting, action = heapq.heappop(self._queue)
+            t, _, self._acting, action = heapq.heappop(self._queue)
             self.now = t
             action(t)
             steps += 1
@@ -162,6 +174,10 @@ class World:
         if not self._plan:
             return
         rounds = self._plan.pop(0)
+        if rounds[0] < 0:
+            gap = 3 * self.env.link.one_way_delay_ns + ms_to_ns(REPLAY_GAP_MS)
+            self._at(now + gap, lambda t: self._replay(t, -rounds[0], caused_by))
+            return
         cfg = self.config
         number = len(self.connections) + 1
         warmup = rounds == [0]
@@ -214,10 +230,44 @@ class World:
     def _connection_done(self, now: int, caused_by: int | None) -> None:
         self._start_connection(now, caused_by)
 
+    def _replay(self, now: int, iteration: int, caused_by: int | None) -> None:
+        """The attacker resends iteration 1's SYN (replay.py)."""
+        first = next(c for c in self.connections.values() if c.script.rounds == [1])
+        original = next(
+            w
+            for _, w in self.wires
+            if w.connection == first.number and w.syn and w.sender == "client"
+        )
+        number = len(self.connections) + 1
+        start = self.recorder.app(
+            now,
+            iteration=iteration,
+            connection=number,
+            side="client",
+            call="replay",
+            detail="raw socket: iteration 1's SYN",
+            explanation=(
+                "an attacker who captured iteration 1's SYN sends it again from a raw socket; "
+                "connection 1 is over on the server, which holds no socket for it any more"
+            ),
+            cause="the attacker",
+            caused_by=caused_by,
+        ).id
+        headline = self.headlines.setdefault(iteration, Headline())
+        headline.start_id = start
+        peer = TimeWaitPeer(first.client.sock, number, iteration, headline=headline)
+        self.connections[number] = Connection(number, first.client, first.script, replay=peer)
+        send_replay(
+            self.env, now, original, connection=number, iteration=iteration, caused_by=start
+        )
+
     # ------------------------------------------------------------ delivery
     def _deliver(self, now: int, wire: Wire, burst: tuple[int, str, int, int]) -> None:
         conn = self.connections[wire.connection]
         last = self._last_of_burst(burst)
+        if wire.sender == "server" and conn.replay is not None:
+            conn.replay.receive(now, wire)
+            return
         receiver = conn.client if wire.sender == "server" else conn.server
         if receiver is not None:
             receiver.sock.more_in_burst = not last
@@ -232,7 +282,7 @@ class World:
             return
         conn.server.receive(now, wire)
         assert conn.server_script is not None
-        if last:
+        if last and not wire.stale:  # another connection's ACK gives the application nothing
             conn.server_script.wake(now, wire.event_id)
 
     def _listener_syn(self, now: int, conn: Connection, wire: Wire) -> None:
@@ -242,11 +292,18 @@ class World:
             self.env,
             side="server",
             connection=conn.number,
-            iteration=conn.client.sock.iteration,
+            iteration=conn.replay.iteration if conn.replay else conn.client.sock.iteration,
             mtu=cfg.mtu,
             counting=conn.counting,
         )
         conn.server = server
-        conn.server_script = ServerScript(server, cfg)
+        script = ServerScript(server, cfg, self.app if conn.counting else None)
+        conn.server_script = script
         server.accept_syn(now, wire, decision, self.fastopen)
-        conn.server_script.wake(now, wire.event_id)
+        if conn.replay is None:
+            script.wake(now, wire.event_id)
+            return
+        # The replayed child's application runs once the kernel is done at this instant:
+        # at D = 0 the SYN-ACK, the TIME_WAIT socket's ACK and the RST all happen in the
+        # softirq of the SYN's arrival, before the server process is scheduled.
+        self._at(now, lambda t: script.wake(t, wire.event_id), application=True)

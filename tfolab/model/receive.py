@@ -1,6 +1,9 @@
 """A segment arrives: the receive path of one socket, as functions over sock.py's record.
 
 Rules (tcp_rcv_established / tcp_rcv_state_process, in this order):
+- a segment carrying an earlier connection's numbers on this 4-tuple (a
+  TIME_WAIT socket's ACK, replay.py) is refused; in SYN_RECV its ACK draws a
+  RST (tcp_ack fails, tcp_v4_send_reset);
 - in SYN_SENT only a SYN-ACK matters (handshake.receive_synack); a socket in
   CLOSED or LISTEN, or any SYN after the handshake, is ignored here (the
   listener's SYN goes to handshake.accept_syn);
@@ -13,8 +16,9 @@ Rules (tcp_rcv_established / tcp_rcv_state_process, in this order):
   duplicate, ACKed at once): tcp_event_data_recv and tcp_measure_rcv_mss
   update the delayed-ACK state (delack.py);
 - then the FIN (tcp_fin): into CLOSE_WAIT, which enters pingpong so the ACK
-  may ride on the application's own FIN; into CLOSING or TIME_WAIT, which
-  ACK at once;
+  may ride on the application's own FIN; in FIN_WAIT1 (into CLOSING) and
+  FIN_WAIT2 (into TIME_WAIT) tcp_fin itself calls tcp_send_ack: that ACK is
+  unconditional, no quick-ACK or delayed-ACK decision is involved;
 - then data held by Nagle may leave, released by the new ACK
   (tcp_data_snd_check);
 - last the ACK decision (tcp_ack_snd_check, delack_timer.py).
@@ -26,7 +30,8 @@ from __future__ import annotations
 from tfolab.model import delack_timer
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
 from tfolab.model.handshake import ack_of_synack, receive_synack
-from tfolab.model.output import push
+from tfolab.model.output import push, send_ack
+from tfolab.model.replay import reset_stale_ack
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent, TcpState
 from tfolab.model.wire import Wire
@@ -34,6 +39,21 @@ from tfolab.model.wire import Wire
 
 def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
     """One segment from the peer reaches this socket at `now`."""
+    if wire.stale:  # another connection's numbers (replay.py): refused, maybe reset
+        if sock.state is TcpState.SYN_RECV and wire.ack is not None and "RST" not in wire.flags:
+            reset_stale_ack(sock, now, wire)
+        return
+    if "RST" in wire.flags:
+        if wire.seq == sock.rcv_nxt and sock.state is not TcpState.CLOSED:
+            sock.move(TcpEvent.RECV_RST)
+            sock.note(
+                now,
+                f"the RST sits exactly at rcv_nxt: tcp_reset closes the {sock.side}'s socket "
+                "(its application's next call gets ECONNRESET)",
+                wire.event_id,
+                "RST arrived",
+            )
+        return
     if sock.state is TcpState.SYN_SENT:
         receive_synack(sock, now, wire)
         return
@@ -84,15 +104,28 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
 
 
 def _process_fin(sock: TcpSock, now: int, wire: Wire) -> None:
-    """tcp_fin: the FIN takes one sequence number and schedules an ACK."""
+    """tcp_fin: the FIN takes one sequence number and schedules an ACK.
+
+    In FIN_WAIT1 and FIN_WAIT2 tcp_fin sends the ACK itself (tcp_send_ack)
+    before moving on (tcp_set_state(TCP_CLOSING) / tcp_time_wait): whatever
+    the quick-ACK count or pingpong say, the peer's FIN is ACKed at once.
+    """
     sock.rcv_nxt += 1
     sock.fin_received = True
     sock.ack.pending |= ACK_SCHED  # inet_csk_schedule_ack
+    before = sock.state
     state = sock.move(TcpEvent.RECV_FIN)
     if state is TcpState.CLOSE_WAIT:
         sock.ack.pingpong = sock.env.rules.pingpong_thresh  # inet_csk_enter_pingpong_mode
-    elif state is TcpState.CLOSING:
-        sock.ack.pending |= ACK_NOW
-    elif state is TcpState.TIME_WAIT:
-        sock.ack.pending |= ACK_NOW
-        sock.note(now, f"{sock.side} enters TIME_WAIT", wire.event_id)
+        return
+    if state in (TcpState.CLOSING, TcpState.TIME_WAIT):
+        after = "CLOSING" if state is TcpState.CLOSING else "TIME_WAIT (tcp_time_wait)"
+        send_ack(
+            sock,
+            now,
+            f"ACK of the FIN at once: in {before.name} tcp_fin() sends it unconditionally "
+            f"(tcp_send_ack), then the {sock.side} enters {after}",
+            f"FIN (seq {wire.seq + len(wire.payload)}) arrived",
+            wire.event_id,
+        )
+        sock.note(now, f"{sock.side} enters {state.name}", wire.event_id)

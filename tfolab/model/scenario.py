@@ -31,6 +31,9 @@ MAX_DELAY_MS = 1000.0  # one-way delay D
 MAX_ITERATIONS = 200  # per scenario
 # The largest request or write pair: the model's limit (the native client's is 1 MiB).
 MAX_PAYLOAD_BYTES = 1_000_000
+# replay_syn: the replay leaves this long after the connection before it is over
+# on the server (its client's close + 3D), so it reaches the listener.
+REPLAY_GAP_MS = 20.0
 
 
 def limits(low: int, high: int, unit: str = "", *, hexadecimal: bool = False) -> dict[str, object]:
@@ -73,6 +76,11 @@ class ScenarioConfig:
     rotate_key_before_iteration: int = field(default=0, metadata=limits(0, MAX_ITERATIONS))
     # Model only: the server's TFO queue is full, so SYN data is not accepted.
     fastopen_queue_full: bool = False
+    # The last iteration is no client call: an attacker resends the SYN of
+    # iteration 1 (its data and valid cookie, byte for byte) from a raw socket,
+    # REPLAY_GAP after the previous iteration's close, once that connection is
+    # over on the server. Needs Fast Open, fresh connections and 2+ iterations.
+    replay_syn: bool = False
 
     # --- Nagle and friends (client side) --------------------------------------
     nodelay: bool = False  # TCP_NODELAY
@@ -140,6 +148,8 @@ class ScenarioConfig:
                     "client_fastopen",
                     "pattern",
                 )
+        if self.replay_syn:
+            self._check_replay()
         if self.single_write and self.msg_more:
             raise SettingError(
                 "single_write and msg_more do not combine: MSG_MORE needs a second write",
@@ -154,6 +164,31 @@ class ScenarioConfig:
                 "client_fastopen",
             )
         return self
+
+    def _check_replay(self) -> None:
+        """replay_syn replays a SYN whose data the server accepted: everything must allow it."""
+        syn_room = min(min(self.mtu, 65535) - 80, 32768)  # fastopen.syn_data_space
+        needs = {
+            "client_fastopen": self.client_fastopen != "off",
+            "pattern": self.pattern == "rr" and self.fresh_connection_each_iteration,
+            "cookie_cache": self.cookie_cache == "warm",
+            "server_fastopen_qlen": self.server_fastopen_qlen > 0,
+            "fastopen_sysctl": self.fastopen_sysctl & 0x3 == 0x3,
+            "rotate_key_before_iteration": self.rotate_key_before_iteration == 0,
+            "fastopen_queue_full": not self.fastopen_queue_full,
+            "request_bytes": self.request_bytes <= syn_room,
+        }
+        for key, ok in needs.items():
+            if not ok:
+                raise SettingError(
+                    "replay_syn replays a Fast Open SYN whose request the server accepted: it "
+                    "needs client_fastopen sendto or connect, pattern rr on fresh connections, "
+                    "cookie_cache warm, server_fastopen_qlen > 0, fastopen_sysctl with 0x3, no "
+                    f"key rotation, no full queue and a request that fits in the SYN "
+                    f"({syn_room} bytes here); {key} does not fit",
+                    key,
+                    "replay_syn",
+                )
 
 
 class SettingError(ValueError):

@@ -24,6 +24,16 @@ from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, 
 from tfolab.model.window import DEFAULT_RECEIVE_SPACE
 
 DEFAULT_TICK_PHASE = 0.3  # of a tick
+# The TcpExt counters the model predicts; any it leaves out of `counters` it predicts at 0.
+PREDICTED_COUNTERS = (
+    "DelayedACKs",
+    "TCPFastOpenActive",
+    "TCPFastOpenActiveFail",
+    "TCPFastOpenCookieReqd",
+    "TCPFastOpenListenOverflow",
+    "TCPFastOpenPassive",
+    "TCPFastOpenPassiveFail",
+)
 DEFAULT_ACCURACY = Accuracy()
 
 
@@ -40,6 +50,8 @@ class Simulation:
     predictions: tuple[IterationPrediction, ...]
     counters: dict[str, int]
     iterations: int = 1
+    # What the server application did in the measured part: "accepted", "requests".
+    app: dict[str, int] = dataclasses.field(default_factory=dict)
     accuracy: Accuracy = DEFAULT_ACCURACY
     tick_phase_ms: float = 0.0
     receive_space_bytes: int = DEFAULT_RECEIVE_SPACE
@@ -58,6 +70,7 @@ class Simulation:
             "events": [e.to_json() for e in self.events],
             "predictions": [p.to_json() for p in self.predictions],
             "counters": dict(self.counters),
+            "app": dict(self.app),
         }
 
 
@@ -75,6 +88,11 @@ def simulate(
     """Run the scenario in the model and predict every iteration's headline."""
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
+    if config.replay_syn and iterations < 2:
+        raise ModelInputError(
+            f"replay_syn needs at least 2 iterations (one to replay, then the replay), "
+            f"got {iterations}"
+        )
     tick_ms = 1000.0 / hz
     phase = DEFAULT_TICK_PHASE * tick_ms if tick_phase_ms is None else tick_phase_ms
     if not (isinstance(phase, int | float) and 0 <= phase < tick_ms):
@@ -101,6 +119,7 @@ def simulate(
         events=events,
         predictions=predictions,
         counters=dict(sorted(world.counters.items())),
+        app=dict(world.app),
         iterations=iterations,
         accuracy=accuracy,
         tick_phase_ms=float(phase),

@@ -17,8 +17,10 @@ Rules:
   FIN_WAIT1, CLOSE_WAIT -> LAST_ACK as the FIN is sent) and tcp_fin
   (ESTABLISHED or SYN_RECV -> CLOSE_WAIT, FIN_WAIT1 -> CLOSING,
   FIN_WAIT2 -> TIME_WAIT).
-- Not modelled: resets, retransmission timeouts, and the 2MSL timer that
-  takes TIME_WAIT to CLOSED (tcp_time_wait); the scripts end before it.
+- Resets: a RST at exactly rcv_nxt closes the socket (tcp_validate_incoming
+  -> tcp_reset); only the replay scenario meets one (replay.py).
+- Not modelled: retransmission timeouts, and the 2MSL timer that takes
+  TIME_WAIT to CLOSED (tcp_time_wait); the scripts end before it.
 - `SENDS_DATA`: the states in which tcp_write_xmit may send queued data.
 """
 
@@ -55,6 +57,7 @@ class TcpEvent(enum.Enum):
     SEND_FIN = "close() sends the FIN"
     RECV_FIN = "the peer's FIN arrives"
     RECV_ACK_OF_FIN = "the FIN is acknowledged"
+    RECV_RST = "an acceptable RST arrives"
 
 
 _S = TcpState
@@ -80,6 +83,10 @@ TRANSITIONS: Mapping[tuple[TcpState, TcpEvent], TcpState] = MappingProxyType(
         (_S.FIN_WAIT1, _E.RECV_ACK_OF_FIN): _S.FIN_WAIT2,
         (_S.CLOSING, _E.RECV_ACK_OF_FIN): _S.TIME_WAIT,
         (_S.LAST_ACK, _E.RECV_ACK_OF_FIN): _S.CLOSED,
+        # tcp_reset: a RST at exactly rcv_nxt (only the replayed child meets one)
+        (_S.SYN_RECV, _E.RECV_RST): _S.CLOSED,
+        (_S.ESTABLISHED, _E.RECV_RST): _S.CLOSED,
+        (_S.CLOSE_WAIT, _E.RECV_RST): _S.CLOSED,
     }
 )
 

@@ -37,6 +37,9 @@ class Wire:
     mss_option: int | None  # the MSS option of a SYN or SYN-ACK
     event_id: int
     what: str = "segment"
+    # Its seq/ack belong to an earlier connection on the same 4-tuple (a TIME_WAIT
+    # socket's ACK, or the RST answering one): see replay.py.
+    stale: bool = False
 
     @property
     def syn(self) -> bool:

@@ -249,6 +249,42 @@ class _Connection:
     number: int
     client: tuple[str, int]  # (address, port)
     isn: dict[tuple[str, int], int]  # endpoint -> its ISN (known or assumed)
+    answered: bool = False  # a SYN-ACK was seen: a client SYN now is another connection
+
+
+def _distance(
+    conn: _Connection, seg: CapturedSegment, src: tuple[str, int], dst: tuple[str, int]
+) -> int:
+    """How far the segment's numbers sit above this incarnation's ISNs (unknown: far)."""
+    far = 2**32
+    parts = []
+    if src in conn.isn:
+        parts.append((seg.seq_abs - conn.isn[src]) % 2**32)
+    if seg.ack_abs is not None and dst in conn.isn:
+        parts.append((seg.ack_abs - conn.isn[dst]) % 2**32)
+    return max(parts) if parts else far
+
+
+def _incarnation(
+    incarnations: list[_Connection],
+    seg: CapturedSegment,
+    src: tuple[str, int],
+    dst: tuple[str, int],
+) -> _Connection:
+    """Of several connections on one 4-tuple, the one whose numbers the segment carries.
+
+    Linux's ISN for a 4-tuple grows with time (secure_tcp_seq: 64 ns a step), so
+    a segment of an older incarnation (a TIME_WAIT socket's ACK, the RST that
+    answers it) sits just above that incarnation's ISNs and far from the new
+    ones; a tie goes to the newest.
+    """
+    best = incarnations[-1]
+    best_distance = _distance(best, seg, src, dst)
+    for conn in reversed(incarnations[:-1]):
+        distance = _distance(conn, seg, src, dst)
+        if distance < best_distance:
+            best, best_distance = conn, distance
+    return best
 
 
 def _base(conn: _Connection, endpoint: tuple[str, int], first_seq: int) -> int:
@@ -264,25 +300,40 @@ def number_connections(
     """Group by 4-tuple into connections and number seq/ack from 0 per side, as the model does.
 
     Connections are numbered in the order their first SYN (or, lacking one,
-    their first segment) was seen; a SYN with a new ISN on a 4-tuple already
-    seen starts a new connection. Without a captured SYN the sender of a SYN-ACK
-    is the server, else the first segment's sender is taken as the client.
+    their first segment) was seen; a client SYN on a 4-tuple already seen
+    starts a new connection when its ISN is new or the old one was answered
+    by a SYN-ACK (a replayed SYN, same bytes). A later segment belongs to the
+    incarnation whose numbers it carries (`_incarnation`). Without a captured
+    SYN the sender of a SYN-ACK is the server, else the first segment's sender
+    is taken as the client.
     `origin_ns` (CLOCK_MONOTONIC) is the scenario's first measured call.
     """
     ordered = sorted(segments, key=lambda s: s.t_ns)
-    current: dict[frozenset[tuple[str, int]], _Connection] = {}
+    current: dict[frozenset[tuple[str, int]], list[_Connection]] = {}
     count = 0
     rows: list[NumberedSegment] = []
     for seg in ordered:
         src, dst = (seg.src_addr, seg.src_port), (seg.dst_addr, seg.dst_port)
         key = frozenset((src, dst))
-        conn = current.get(key)
+        incarnations = current.setdefault(key, [])
         syn, ack_flag = "SYN" in seg.flags, "ACK" in seg.flags
-        new_syn = syn and not ack_flag and conn is not None and conn.isn.get(src) != seg.seq_abs
-        if conn is None or new_syn:
+        newest = incarnations[-1] if incarnations else None
+        new_syn = (
+            syn
+            and not ack_flag
+            and newest is not None
+            and (newest.isn.get(src) != seg.seq_abs or newest.answered)
+        )
+        if newest is None or new_syn:
             count += 1
             conn = _Connection(count, dst if syn and ack_flag else src, {})
-            current[key] = conn
+            incarnations.append(conn)
+        elif syn:
+            conn = newest
+        else:
+            conn = _incarnation(incarnations, seg, src, dst)
+        if syn and ack_flag:
+            conn.answered = True
         if syn:
             conn.isn.setdefault(src, seg.seq_abs)
         seq = (seg.seq_abs - _base(conn, src, seg.seq_abs)) % 2**32

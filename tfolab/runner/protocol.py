@@ -101,8 +101,13 @@ class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):
 
 
 class Counters(msgspec.Struct, frozen=True, tag="counters", tag_field="event"):
+    """The TcpExt deltas of a scenario's measured part, and what the server application did
+    in it: connections it accepted, request lines it received (None: not known)."""
+
     scenario: str
     counters: dict[str, int]
+    app_accepted: int | None = None
+    app_requests: int | None = None
 
 
 class Done(msgspec.Struct, frozen=True, tag="done", tag_field="event"):

@@ -3,7 +3,12 @@
 Rules: called only by the runner process, after the namespace and the delay
 are in place. Every scenario starts from a known state: its own sysctls, a
 fresh TFO key, its cookie-cache policy and its own echo server; the TcpExt
-counters are read before and after, so their deltas belong to this scenario.
+counters and the server application's own counts (accepted, requests) are read
+before and after, so their deltas belong to this scenario's measured part.
+A replay_syn scenario's last iteration resends iteration 1's captured SYN from
+a raw socket (replay.py), REPLAY_GAP after the previous client returned + 3D;
+it is timed from that send to the arrival of the replayed connection's
+response on the capture.
 """
 
 from __future__ import annotations
@@ -14,10 +19,16 @@ from dataclasses import dataclass
 
 from tfolab.core import native
 from tfolab.core.errors import UserError
-from tfolab.model.scenario import ScenarioConfig
-from tfolab.runner import netns, netstack
+from tfolab.model.scenario import REPLAY_GAP_MS, ScenarioConfig
+from tfolab.runner import netns, netstack, replay
 from tfolab.runner.backends import BACKENDS
-from tfolab.runner.capture import Capture, CaptureResult, pcap_frames
+from tfolab.runner.capture import (
+    Capture,
+    CapturedSegment,
+    NumberedSegment,
+    number_connections,
+    pcap_frames,
+)
 from tfolab.runner.protocol import (
     Captured,
     CapturedRow,
@@ -141,12 +152,20 @@ def run_scenario(
         if uses_fastopen and config.cookie_cache == "warm":
             warm = native.run_client(client_options(config, network.destination, server.port, 1))
             _check(warm, "warm-up connection")
+        if config.replay_syn and network.capture is None:
+            raise UserError(
+                "the replay scenario resends a captured SYN, but packets cannot be captured here",
+                "run as root where AF_PACKET sockets are allowed (see `tfolab doctor`)",
+            )
         before = netstack.read_tcpext()
+        app_before = server.stats()
         if network.capture is not None:
             network.capture.start()
         measured: list[native.Sample] = []
+        earlier: list[CapturedSegment] = []
+        client_iterations = scenario.iterations - (1 if config.replay_syn else 0)
         if config.fresh_connection_each_iteration:
-            for i in range(1, scenario.iterations + 1):
+            for i in range(1, client_iterations + 1):
                 if config.rotate_key_before_iteration == i:
                     netstack.write_sysctl(
                         "net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key()
@@ -166,25 +185,105 @@ def run_scenario(
             measured += samples
             for i, sample in enumerate(samples, start=1):
                 _emit_sample(emit, scenario.name, i, config, sample, samples[0])
+        tail_ms, replayed = 0.0, None
+        if config.replay_syn:
+            earlier, syn, sent_ns = _replay(network)
+            replayed = (syn, sent_ns)
+            tail_ms = network.delay_ms  # the RSTs come 4D after the replay
         if network.capture is not None:
-            emit(_captured(network, scenario.name, measured))
+            captured, segments = _captured(network, scenario.name, measured, earlier, tail_ms)
+            if replayed is not None:
+                emit(_replay_iteration(scenario, segments, *replayed, measured[0]))
+            emit(captured)
         after = netstack.read_tcpext()
+        app = server.stats().since(app_before)
     finally:
         server.stop()
-    emit(Counters(scenario.name, netstack.counter_deltas(before, after)))
+    emit(
+        Counters(
+            scenario.name,
+            netstack.counter_deltas(before, after),
+            app_accepted=app.accepted,
+            app_requests=app.requests,
+        )
+    )
 
 
-def _captured(network: LabNetwork, name: str, measured: list[native.Sample]) -> Captured:
-    """Stop the capture once the last segments have crossed the delayed link."""
+def _replay(network: LabNetwork) -> tuple[list[CapturedSegment], CapturedSegment, int]:
+    """Resend iteration 1's SYN once the previous connection is over on the server.
+
+    Returns what the capture kept before the replay (it restarts at a quiet
+    moment to read the SYN), the SYN, and when it was sent again.
+    """
+    assert network.capture is not None
+    time.sleep((3 * network.delay_ms + REPLAY_GAP_MS) / 1000)
+    before = network.capture.stop()
+    network.capture.start()
+    syn = replay.first_syn_with_data(before.segments)
+    if syn is None:
+        raise UserError(
+            "the replay scenario found no SYN with data in iteration 1's capture",
+            "keep cookie_cache=warm so that iteration 1 sends its request in the SYN",
+        )
+    return list(before.segments), syn, replay.send_again(syn)
+
+
+def _replay_iteration(
+    scenario: JobScenario,
+    segments: list[CapturedSegment],
+    syn: CapturedSegment,
+    sent_ns: int,
+    first: native.Sample,
+) -> Iteration:
+    """The replay, timed from its send to the replayed connection's response arriving."""
+    response = next(
+        (
+            seg
+            for seg in segments
+            if seg.src_port == syn.dst_port and seg.dst_port == syn.src_port
+            and seg.length > 0 and seg.t_ns > sent_ns
+        ),
+        None,
+    )  # fmt: skip
+    if response is None:
+        raise UserError(
+            "the replayed SYN drew no response from the server application",
+            "run `tfolab doctor`; compare the captured packets with the model's (--pcap)",
+        )
+    return Iteration(
+        scenario=scenario.name,
+        i=scenario.iterations,
+        measured_ms=round((response.t_ns - sent_ns) / 1e6, 3),
+        connect_ms=0.0,
+        syn_data_acked=True,
+        start_ms=round((sent_ns - first.connect_start_ns) / 1e6, 4),
+    )
+
+
+def _captured(
+    network: LabNetwork,
+    name: str,
+    measured: list[native.Sample],
+    earlier: list[CapturedSegment] | None = None,
+    tail_ms: float = 0.0,
+) -> tuple[Captured, list[CapturedSegment]]:
+    """Stop the capture once the last segments have crossed the delayed link.
+
+    `earlier`: segments of earlier rounds of this capture (a replay restarts it).
+    Returns the event and every segment captured (the replay is timed on them).
+    """
     assert network.capture is not None
     # After the client's close() the FINs and the last ACK need up to 3D more,
     # and a delayed ACK of a FIN at most one delayed-ACK timer (40-50 ms).
-    time.sleep((3 * network.delay_ms + TAIL_MS) / 1000)
-    result = network.capture.stop()
+    time.sleep((3 * network.delay_ms + TAIL_MS + tail_ms) / 1000)
+    last = network.capture.stop()
+    segments = sorted([*(earlier or []), *last.segments], key=lambda seg: seg.t_ns)
     origin = measured[0].connect_start_ns if measured else 0
-    rows = [row for row in result.numbered(origin) if row.connection in _opened(result, origin)]
+    numbered = number_connections(segments, origin)
+    opened = _opened(numbered)
+    rows = [row for row in numbered if row.connection in opened]
     renumber = {old: new for new, old in enumerate(sorted({r.connection for r in rows}), 1)}
-    return Captured(
+    captured = Captured(
         scenario=name,
         segments=[
             CapturedRow(
@@ -200,19 +299,20 @@ def _captured(network: LabNetwork, name: str, measured: list[native.Sample]) -> 
             for r in rows
         ],
         frames=pcap_frames(r.segment for r in rows),
-        lost=result.lost,
+        lost=last.lost,
     )
+    return captured, segments
 
 
 TAIL_MS = 60.0
 LOOPBACK_MTU = 65536
 
 
-def _opened(result: CaptureResult, origin: int) -> set[int]:
+def _opened(rows: tuple[NumberedSegment, ...]) -> set[int]:
     """Connections whose SYN is in the capture (not the tail of an earlier one)."""
     return {
         r.connection
-        for r in result.numbered(origin)
+        for r in rows
         if "SYN" in r.flags and "ACK" not in r.flags and r.sender == "client"
     }
 

@@ -1,12 +1,14 @@
 """Start the native echo server inside the lab namespace and wait for READY.
 
 Rules: the server always runs with --die-with-parent, so it cannot outlive the
-runner; `stop` is idempotent and always reaps the process.
+runner; `stop` is idempotent and always reaps the process. `stats()` asks the
+running server what its application did (SIGUSR1: one STATS line on stdout).
 """
 
 from __future__ import annotations
 
 import selectors
+import signal
 import subprocess
 from dataclasses import dataclass
 
@@ -14,6 +16,42 @@ from tfolab.core.errors import UserError
 from tfolab.model.scenario import ScenarioConfig
 
 READY_TIMEOUT_S = 5.0
+STATS_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class AppStats:
+    """What the echo server's application did since it started (struct tfl_server_stats)."""
+
+    accepted: int  # connections accept()ed
+    requests: int  # request lines received
+    bytes_received: int
+    closed: int
+
+    def since(self, before: AppStats) -> AppStats:
+        return AppStats(
+            self.accepted - before.accepted,
+            self.requests - before.requests,
+            self.bytes_received - before.bytes_received,
+            self.closed - before.closed,
+        )
+
+
+def parse_stats(line: str) -> AppStats | None:
+    """'STATS accepted=2 requests=2 bytes=32 closed=1' -> AppStats; None if not that."""
+    words = line.split()
+    if not words or words[0] != "STATS":
+        return None
+    try:
+        fields = dict(word.split("=", 1) for word in words[1:])
+        return AppStats(
+            int(fields["accepted"]),
+            int(fields["requests"]),
+            int(fields["bytes"]),
+            int(fields["closed"]),
+        )
+    except (KeyError, ValueError):
+        return None
 
 
 def server_args(executable: str, config: ScenarioConfig) -> list[str]:
@@ -31,6 +69,21 @@ def server_args(executable: str, config: ScenarioConfig) -> list[str]:
 class EchoServer:
     process: subprocess.Popen[str]
     port: int
+
+    def stats(self) -> AppStats:
+        """Ask the server (SIGUSR1) for its STATS line; UserError if it does not answer."""
+        assert self.process.stdout is not None
+        self.process.send_signal(signal.SIGUSR1)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            ready = selector.select(STATS_TIMEOUT_S)
+        stats = parse_stats(self.process.stdout.readline()) if ready else None
+        if stats is None:
+            raise UserError(
+                "the echo server did not report what its application received",
+                "reinstall tfolab (pip install -e .) so the native tools are rebuilt",
+            )
+        return stats
 
     def stop(self) -> None:
         if self.process.poll() is None:

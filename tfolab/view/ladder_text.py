@@ -103,6 +103,6 @@ def _predictions(sim: Simulation, width: int) -> list[str]:
     if sim.counters:
         counts = ", ".join(f"{name} +{value}" for name, value in sim.counters.items())
     else:
-        counts = "none (no Fast Open activity)"
+        counts = "none (no Fast Open activity, no delayed-ACK timer sent an ACK)"
     lines += _wrap(f"Predicted TcpExt deltas: {counts}", width, "  ")
     return lines

@@ -9,6 +9,8 @@ import statistics
 
 from tfolab.lab.catalog import BrokenLab, Lab
 from tfolab.lab.session import LabResult, ScenarioResult
+from tfolab.model import IterationPrediction
+from tfolab.model.simulation import PREDICTED_COUNTERS
 from tfolab.runner.protocol import Event, Iteration, Note, ScenarioStarted, Setup
 
 
@@ -53,7 +55,7 @@ def simulation_summary(lab: Lab, result: LabResult) -> str:
         predicted = [m.predicted_ms for m in scenario.measurements]
         row = [scenario.planned.name, str(len(predicted)), _per_iteration(predicted, 1.0, " ms")]
         if rtt:
-            row.append(_per_iteration(predicted, rtt, " RTT"))
+            row.append(_per_iteration_words(scenario))
         rows.append(row)
     widths = [max(len(row[i]) for row in [titles, *rows]) for i in range(len(titles))]
     for row in [titles, ["-" * w for w in widths], *rows]:
@@ -81,17 +83,64 @@ def _per_iteration(values_ms: list[float], unit_ms: float, suffix: str) -> str:
     return ", ".join(shown) + suffix
 
 
+def path_words(prediction: IterationPrediction) -> str:
+    """An iteration's critical path in whole round trips: '2 RTT', '2 RTT + delayed ACK'.
+
+    From the model's path (one-way trips and timers on it), never from a time:
+    an iteration takes whole round trips plus whole timers, and a median of
+    iterations that took different paths (1.5 RTT) is a time no iteration took.
+    """
+    hops = prediction.packets_on_path
+    words = f"{hops // 2} RTT" if hops % 2 == 0 else f"{hops}D"
+    if prediction.timers_on_path == 1:
+        words += " + delayed ACK"
+    elif prediction.timers_on_path > 1:
+        words += f" + {prediction.timers_on_path} delayed ACKs"
+    return words
+
+
+def path_groups(scenario: ScenarioResult) -> list[tuple[list[int], str]]:
+    """Runs of consecutive iterations that take the same path: ([1], '2 RTT'), ([2, 3], '1 RTT')."""
+    groups: list[tuple[list[int], str]] = []
+    for prediction in scenario.simulation.predictions:
+        words = path_words(prediction)
+        if groups and groups[-1][1] == words:
+            groups[-1][0].append(prediction.i)
+        else:
+            groups.append(([prediction.i], words))
+    return groups
+
+
+def _per_iteration_words(scenario: ScenarioResult) -> str:
+    """'1 RTT each', 'first 2 RTT, later 1 RTT', or '#1 2 RTT, #2 1 RTT, #3-4 ...'."""
+    groups = path_groups(scenario)
+    if len(groups) == 1:
+        iterations, words = groups[0]
+        return words + (" each" if len(iterations) > 1 else "")
+    if len(groups) == 2 and len(groups[0][0]) == 1:
+        return f"first {groups[0][1]}, later {groups[1][1]}"
+    return ", ".join(f"{_span(its)} {words}" for its, words in groups)
+
+
+def _span(iterations: list[int]) -> str:
+    if len(iterations) == 1:
+        return f"#{iterations[0]}"
+    return f"#{iterations[0]}-{iterations[-1]}"
+
+
 def scenario_heading(lab: Lab, scenario: ScenarioResult) -> str:
     return f"== {lab.name} / {scenario.planned.name}: {scenario.planned.summary}"
 
 
 def results_table(result: LabResult) -> str:
     header = (
-        f"{'scenario':<16} {'#':>2}  {'predicted':>16}  {'measured':>9}  {'packets':>13}  verdict"
+        f"{'scenario':<16} {'#':>2}  {'predicted':>16}  {'measured':>9}  {'packets':>13}  "
+        f"{'app got':>7}  verdict"
     )
     lines = [header, "-" * len(header)]
     for scenario in result.scenarios:
         packets = packets_cell(scenario)
+        requests = f"{scenario.app['requests']} req" if scenario.app else "-"
         for m in scenario.measurements:
             band = f"{m.predicted_ms:7.1f} ± {m.tolerance_ms:4.1f} ms"
             if m.measured_ms is None:
@@ -101,9 +150,9 @@ def results_table(result: LabResult) -> str:
                 verdict = "ok" if m.ok else f"OUTSIDE by {m.off_by_ms:.1f} ms"
             lines.append(
                 f"{scenario.planned.name:<16} {m.i:>2}  {band:>16}  {measured:>9}  "
-                f"{packets:>13}  {verdict}"
+                f"{packets:>13}  {requests:>7}  {verdict}"
             )
-            packets = ""  # once per scenario: the packets are the scenario's, not the round's
+            packets = requests = ""  # once per scenario: the scenario's, not the round's
     return "\n".join(lines)
 
 
@@ -132,12 +181,41 @@ def packet_lines(result: LabResult) -> list[str]:
 
 
 def counters_text(result: LabResult) -> str:
-    lines = ["TcpExt counters (deltas inside the lab namespace):"]
+    """The counters that moved, each beside the model's figure; then any disagreement."""
+    lines = ["TcpExt counters (deltas inside the lab namespace; the model's in brackets):"]
     for scenario in result.scenarios:
-        moved = {k: v for k, v in scenario.counters.items() if v}
-        text = ", ".join(f"{k} +{v}" for k, v in sorted(moved.items())) or "none moved"
+        predicted = scenario.simulation.counters
+        names = sorted({k for k, v in scenario.counters.items() if v} | set(predicted))
+        text = (
+            ", ".join(
+                f"{name} +{scenario.counters.get(name, 0)} (model +{predicted.get(name, 0)})"
+                if name in PREDICTED_COUNTERS
+                else f"{name} +{scenario.counters.get(name, 0)}"
+                for name in names
+            )
+            or "none moved (model: none)"
+        )
         lines.append(f"  {scenario.planned.name:<16} {text}")
+    lines.append(
+        "The server application (the echo server's own counts) accepted / received requests:"
+    )
+    for scenario in result.scenarios:
+        lines.append(f"  {scenario.planned.name:<16} {app_words(scenario)}")
+    for name, sentence in result.counter_failures:
+        lines.append(f"  {name}: DISAGREES: {sentence}")
     return "\n".join(lines)
+
+
+def app_words(scenario: ScenarioResult) -> str:
+    """'2 connections, 2 requests (model 2, 2)'; the model alone when nothing was measured."""
+    model = scenario.simulation.app
+    predicted = f"{model.get('accepted', 0)}, {model.get('requests', 0)}"
+    if not scenario.app:
+        return f"model: {predicted}"
+    return (
+        f"{scenario.app['accepted']} connections, {scenario.app['requests']} requests "
+        f"(model {predicted})"
+    )
 
 
 def conclusion(result: LabResult) -> str:
@@ -166,21 +244,32 @@ def conclusion(result: LabResult) -> str:
 
 
 def round_trips_line(result: LabResult) -> str:
+    """Each scenario in whole round trips per iteration, with the measured median of each kind."""
     rtt = 2 * result.delay_ms
     parts = []
     for scenario in result.scenarios:
-        values = [m.measured_ms for m in scenario.measurements if m.measured_ms is not None]
-        if not values:
+        measured = {m.i: m.measured_ms for m in scenario.measurements if m.measured_ms is not None}
+        if not measured:
             continue
-        median = statistics.median(values)
-        parts.append(
-            f"{scenario.planned.name} {median / rtt:.1f}"
-            if rtt
-            else f"{scenario.planned.name} {median:.1f} ms"
-        )
+        groups = path_groups(scenario)
+        pieces = []
+        for iterations, words in groups:
+            values = [measured[i] for i in iterations if i in measured]
+            if not values:
+                continue
+            if not rtt:
+                words = words.removeprefix("0 RTT + ").replace("0 RTT", "no timer")
+            label = "" if len(groups) == 1 else f"{_span(iterations)} "
+            each = " each" if len(groups) == 1 and len(iterations) > 1 else ""
+            pieces.append(f"{label}{words}{each} ({statistics.median(values):.1f} ms)")
+        parts.append(f"{scenario.planned.name} " + ", ".join(pieces))
     if rtt:
-        return f"Median time in round trips (RTT = {rtt:g} ms): " + ", ".join(parts) + "."
-    return "With no added delay, what remains is timers and the host: " + ", ".join(parts) + "."
+        return (
+            f"Round trips per iteration (RTT = {rtt:g} ms), the measured median of each: "
+            + "; ".join(parts)
+            + "."
+        )
+    return "With no added delay, what remains is timers and the host: " + "; ".join(parts) + "."
 
 
 def progress_line(event: Event) -> str | None:

@@ -4,6 +4,9 @@
  * SIGINT or after --max-conns connections, 2 on bad input, 1 on failures.
  * With --tfo it checks net.ipv4.tcp_fastopen of its network namespace and
  * prints one warning line on stderr when the kernel will ignore the option.
+ * SIGUSR1 prints one line "STATS accepted=A requests=R bytes=B closed=C" on
+ * stdout: what the application did so far (a signal handler, async-signal-safe:
+ * it formats the numbers itself and calls write() once).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +43,10 @@ static const char usage[] =
     "  --max-conns N      exit after N connections have closed, 0 = never (default 0)\n"
     "  --die-with-parent  exit when the process that started this one exits\n"
     "  --help             show this help\n"
+    "\n"
+    "SIGUSR1 prints 'STATS accepted=A requests=R bytes=B closed=C' on stdout: the\n"
+    "connections accepted, requests received (lines, HTTP requests, or reads in\n"
+    "echo mode), bytes received and connections closed since the start.\n"
     "\n"
     "exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad input or port in use\n"
     "example: tfo-echo-server --port 5000 --tfo 16 --mode line\n";
@@ -172,6 +179,49 @@ static void warn_if_tfo_ignored(void)
             (unsigned long)value, value | 0x3);
 }
 
+static struct tfl_server_stats stats;
+
+/* Append the decimal digits of v (>= 0) at p; returns the new end. */
+static char *put_number(char *p, int64_t v)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 && n < (int)sizeof digits);
+    while (n > 0)
+        *p++ = digits[--n];
+    return p;
+}
+
+static char *put_text(char *p, const char *text)
+{
+    while (*text)
+        *p++ = *text++;
+    return p;
+}
+
+/* SIGUSR1: one STATS line on stdout; only async-signal-safe calls. */
+static void print_stats(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    char line[160];
+    char *p = put_text(line, "STATS accepted=");
+    p = put_number(p, stats.accepted);
+    p = put_text(p, " requests=");
+    p = put_number(p, stats.requests);
+    p = put_text(p, " bytes=");
+    p = put_number(p, stats.bytes_received);
+    p = put_text(p, " closed=");
+    p = put_number(p, stats.closed);
+    *p++ = '\n';
+    ssize_t ignored = write(STDOUT_FILENO, line, (size_t)(p - line));
+    (void)ignored; /* nothing to do from a signal handler if stdout is gone */
+    errno = saved;
+}
+
 static int is_input_error(int neg_errno)
 {
     return neg_errno == -EINVAL || neg_errno == -EADDRINUSE || neg_errno == -EADDRNOTAVAIL ||
@@ -213,6 +263,15 @@ int main(int argc, char **argv)
             return 0;
     }
 
+    struct sigaction usr1;
+    memset(&usr1, 0, sizeof usr1);
+    usr1.sa_handler = print_stats;
+    usr1.sa_flags = SA_RESTART;
+    if (sigemptyset(&usr1.sa_mask) != 0 || sigaction(SIGUSR1, &usr1, NULL) != 0) {
+        fprintf(stderr, "tfo-echo-server: sigaction(SIGUSR1): %s\n", strerror(errno));
+        return 1;
+    }
+
     int port = 0;
     int listen_fd = tfl_server_listen(&cfg, &port, err, sizeof err);
     if (listen_fd < 0) {
@@ -225,7 +284,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "tfo-echo-server: cannot write READY to stdout: %s\n", strerror(errno));
         return 1;
     }
-    int rc = tfl_server_run(listen_fd, &cfg, stop_fd, err, sizeof err);
+    int rc = tfl_server_run_counted(listen_fd, &cfg, stop_fd, &stats, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "tfo-echo-server: %s\n", err);
     if (close(listen_fd) != 0 || close(stop_fd) != 0) {

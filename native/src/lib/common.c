@@ -16,6 +16,7 @@ int tfl_abi_version(void) { return TFL_ABI_VERSION; }
 size_t tfl_sizeof_client_config(void) { return sizeof(struct tfl_client_config); }
 size_t tfl_sizeof_sample(void) { return sizeof(struct tfl_sample); }
 size_t tfl_sizeof_server_config(void) { return sizeof(struct tfl_server_config); }
+size_t tfl_sizeof_server_stats(void) { return sizeof(struct tfl_server_stats); }
 
 int64_t tfl_now_ns(void)
 {

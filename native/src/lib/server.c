@@ -7,7 +7,9 @@
  * grow to TFL_MAX_LINE, then the connection is dropped with one line on
  * stderr; reading pauses while more than OUT_HIGH bytes wait to be sent.
  * The only output is one stderr line per connection dropped for a reason
- * other than the peer going away.
+ * other than the peer going away. What the application did is counted in
+ * struct tfl_server_stats (tfl_server_run_counted): connections accepted,
+ * requests received (lines, HTTP heads, or data reads in echo mode).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,6 +57,7 @@ struct server {
     int accept_paused;
     int done;
     long closed;
+    struct tfl_server_stats *stats; /* never NULL: a local one when the caller has none */
     struct conn *conns;
     char *err;
     size_t errlen;
@@ -124,6 +127,7 @@ static void conn_close(struct server *srv, struct conn *c)
     free(c->out.data);
     free(c);
     srv->closed++;
+    srv->stats->closed++;
     if (srv->cfg->max_conns > 0 && srv->closed >= srv->cfg->max_conns)
         srv->done = 1;
 }
@@ -140,7 +144,7 @@ static int set_interest(struct server *srv, int fd, void *tag, uint32_t *current
 }
 
 /* Line mode: move every complete line from in to out (one memmove per read). */
-static int process_lines(struct conn *c)
+static int process_lines(struct server *srv, struct conn *c)
 {
     size_t pos = 0;
     const char *nl;
@@ -150,6 +154,7 @@ static int process_lines(struct conn *c)
             return -1;
         pos = end;
         c->scanned = end;
+        srv->stats->requests++;
     }
     buffer_consume(&c->in, pos);
     c->scanned = c->in.len;
@@ -161,7 +166,7 @@ static int process_lines(struct conn *c)
 }
 
 /* HTTP mode: answer every complete request head, skip request bodies. */
-static int process_http(struct conn *c)
+static int process_http(struct server *srv, struct conn *c)
 {
     size_t pos = 0; /* bytes of in handled; removed once at the end */
     int rc = 0;
@@ -197,6 +202,7 @@ static int process_http(struct conn *c)
         }
         pos = head_end;
         c->scanned = head_end;
+        srv->stats->requests++;
         c->body_left = req.status == 200 ? req.body_len : 0;
         if (req.status != 200 || !req.keep_alive)
             c->closing = 1; /* anything after a request that closes is ignored */
@@ -257,15 +263,18 @@ static int read_once(struct server *srv, struct conn *c)
         return 0;
     }
     size_t len = (size_t)n;
-    if (cfg->mode == TFL_MODE_ECHO)
+    srv->stats->bytes_received += n;
+    if (cfg->mode == TFL_MODE_ECHO) {
+        srv->stats->requests++;
         return buffer_append(&c->out, chunk, len, SIZE_MAX / 2);
+    }
     if (c->closing)
         return 0; /* http: a request said close; the rest is ignored */
     if (buffer_append(&c->in, chunk, len, TFL_MAX_LINE + CHUNK) != 0) {
         log_drop(c, "request buffer full");
         return -1;
     }
-    return cfg->mode == TFL_MODE_LINE ? process_lines(c) : process_http(c);
+    return cfg->mode == TFL_MODE_LINE ? process_lines(srv, c) : process_http(srv, c);
 }
 
 static void handle_conn(struct server *srv, struct conn *c, uint32_t events)
@@ -310,6 +319,7 @@ static void add_conn(struct server *srv, int fd)
     }
     c->fd = fd;
     c->events = EPOLLIN;
+    srv->stats->accepted++;
     c->next = srv->conns;
     if (srv->conns)
         srv->conns->prev = c;
@@ -364,8 +374,18 @@ static int resume_accept(struct server *srv)
 int tfl_server_run(int listen_fd, const struct tfl_server_config *cfg, int stop_fd, char *err,
                    size_t errlen)
 {
+    return tfl_server_run_counted(listen_fd, cfg, stop_fd, NULL, err, errlen);
+}
+
+int tfl_server_run_counted(int listen_fd, const struct tfl_server_config *cfg, int stop_fd,
+                           struct tfl_server_stats *stats, char *err, size_t errlen)
+{
+    struct tfl_server_stats own;
+    if (stats == NULL)
+        stats = &own;
+    memset(stats, 0, sizeof *stats);
     struct server srv = {.cfg = cfg, .listen_fd = listen_fd, .stop_fd = stop_fd,
-                         .err = err, .errlen = errlen};
+                         .stats = stats, .err = err, .errlen = errlen};
     int rc = 0;
     if (cfg == NULL || cfg->mode < TFL_MODE_ECHO || cfg->mode > TFL_MODE_HTTP ||
         cfg->max_conns < 0) {
