@@ -4,6 +4,8 @@ Rules: called only by the runner process, after the namespace and the delay
 are in place. Every scenario starts from a known state: its own sysctls, a
 fresh TFO key, its cookie-cache policy and its own echo server; the TcpExt
 counters are read before and after, so their deltas belong to this scenario.
+`on_server_ready(pid)` runs once the server is up and before anything is
+measured: the runner takes its measurement slot there (tfolab.core.slots).
 """
 
 from __future__ import annotations
@@ -117,13 +119,13 @@ def run_scenario(
     network: LabNetwork,
     scenario: JobScenario,
     emit: Emit,
-    on_server_ready: Callable[[], None] | None = None,
+    on_server_ready: Callable[[int], None] | None = None,
 ) -> None:
     config = scenario.config
     configure_namespace(network, config)
     server = start_server(network.server_executable, config)
     if on_server_ready is not None:
-        on_server_ready()
+        on_server_ready(server.process.pid)
     emit(ScenarioStarted(scenario.name))
     try:
         # One unmeasured plain exchange first: a freshly started server's first
