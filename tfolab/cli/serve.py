@@ -263,6 +263,7 @@ def handle(args: argparse.Namespace) -> int:
         if off is not None:
             os.environ[REAL_RUNS_OFF_ENV] = off
         os.chdir(home)
+        sock.listen(128)  # unprivileged now; early browsers wait in the backlog until served
         _announce(sock, args.host, token, account, results, off)
         command = shlex.join([sys.executable, "-m", "tfolab"])
         ClassroomServer(command, sock, token, title="tfolab").serve()
