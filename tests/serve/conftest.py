@@ -10,8 +10,8 @@ import os
 import re
 import selectors
 import signal
-import sys
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
