@@ -80,3 +80,14 @@ def run_tfolab(
         timeout=timeout,
         env=env,
     )
+
+
+@pytest.fixture(scope="session")
+def nobody_python() -> str:
+    """A Python that the user nobody can run tfolab with (tests/unprivileged.py), or skip."""
+    from tests.unprivileged import python_for_nobody
+
+    python, why = python_for_nobody()
+    if python is None:
+        pytest.skip(f"no Python for the user nobody: {why}")
+    return python

@@ -6,6 +6,9 @@ Rules:
   No subprocess and no namespace: the full answer is `tfolab doctor`, and a
   real run that still fails reports its own UserError.
 - Every "no" carries the reason and the fix, shown in the UI's banner.
+- `tfolab serve` probes once, for real, as the user its sessions run as, and
+  hands a "no" to every session in TFOLAB_REAL_RUNS_OFF ("reason|fix"); a
+  served session then says that instead of guessing.
 """
 
 from __future__ import annotations
@@ -50,7 +53,13 @@ def user_namespaces_blocked() -> str | None:
     return None
 
 
+REAL_RUNS_OFF_ENV = "TFOLAB_REAL_RUNS_OFF"
+
+
 def quick_check() -> RealRunStatus:
+    if off := os.environ.get(REAL_RUNS_OFF_ENV):
+        reason, _, fix = off.partition("|")
+        return RealRunStatus(False, reason, fix)
     if platform.system() != "Linux":
         return RealRunStatus(
             False,

@@ -19,6 +19,7 @@ import msgspec
 
 from tfolab.core import kernel, native
 from tfolab.core.errors import UserError
+from tfolab.core.slots import SlotTable
 from tfolab.lab import counters as counter_check
 from tfolab.lab import packets
 from tfolab.lab.catalog import Lab
@@ -49,6 +50,7 @@ from tfolab.runner.protocol import (
     Job,
     JobScenario,
     Setup,
+    SlotTaken,
 )
 
 PINGPONG_SYSCTL = "/proc/sys/net/ipv4/tcp_pingpong_thresh"
@@ -168,6 +170,8 @@ class LabResult:
     notes: list[str] = field(default_factory=list)
     measured: bool = False
     capture_off: str = ""  # why packets were not captured ("" when they were)
+    slot_wait_ms: float | None = None  # time in line for a measurement slot (tfolab.core.slots)
+    slots: int | None = None  # how many measurement slots the machine has
 
     @property
     def failures(self) -> list[tuple[str, Measurement]]:
@@ -191,6 +195,9 @@ class LabResult:
                 "kernel": self.kernel_release,
                 "setup_ms": self.setup_ms,
             }
+            if self.slot_wait_ms is not None:
+                data["slot_wait_ms"] = self.slot_wait_ms
+                data["slots"] = self.slots
             if self.capture_off:
                 data["capture"] = f"packets not captured: {self.capture_off}"
         data["hz"] = self.hz
@@ -276,6 +283,7 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
             f"delay {delay_ms:g} ms is out of range", f"give 0 to {MAX_DELAY_MS:g} ms one way"
         )
     likely_backend(backend, delay_ms, native.optional_executable("tfo-delay"))  # type: ignore[arg-type]
+    SlotTable.open()  # the machine-wide measurement slots are usable (and agree on N)
     if not planned:
         raise UserError("no scenario to run", "see `tfolab list`")
     if any(p.config.pingpong_thresh != 1 for p in planned) and not os.path.exists(PINGPONG_SYSCTL):
@@ -371,6 +379,8 @@ async def run(
             result.notes = list(event.notes)
             result.capture_off = event.capture
             by_name = {s.planned.name: s for s in result.scenarios}
+        elif isinstance(event, SlotTaken) and result is not None:
+            result.slot_wait_ms, result.slots = event.waited_ms, event.slots
         elif isinstance(event, Iteration) and event.scenario in by_name:
             scenario = by_name[event.scenario]
             if 0 < event.i <= len(scenario.measurements):

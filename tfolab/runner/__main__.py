@@ -1,7 +1,12 @@
 """The runner process: `python -m tfolab.runner` reads a Job on stdin, runs it in a
 fresh network namespace, and writes JSON-line events on stdout.
 
-Rules: it dies with its parent (PR_SET_PDEATHSIG) and everything it starts dies
+Rules: only the measured part waits in line for a machine-wide measurement
+slot (tfolab.core.slots); only then do the lab's processes take real-time
+priority, and the lab is dismantled (delayer, capture) before the slot is
+given back. Setup (namespace, delay, the first server) waits only while
+another run measures: it is kernel work that, on a small machine, would show
+up in that run's timings. It dies with its parent (PR_SET_PDEATHSIG) and everything it starts dies
 with it, so a SIGKILL anywhere above leaves nothing behind: the namespace is
 anonymous, the iptables rule and qdisc live inside it. Errors the user can fix
 become one "error" event and exit code 2.
@@ -9,15 +14,25 @@ become one "error" event and exit code 2.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
-from tfolab.core import kernel, native
+from tfolab.core import kernel, native, slots
 from tfolab.core.errors import UserError
 from tfolab.runner import netns
 from tfolab.runner.backends import REINSTALL_FIX, InstalledDelay, install_delay
 from tfolab.runner.capture import Capture, CaptureUnavailable
-from tfolab.runner.protocol import Done, Event, Failed, Job, Setup, encode_event
+from tfolab.runner.protocol import (
+    Done,
+    Event,
+    Failed,
+    Job,
+    Setup,
+    SlotTaken,
+    SlotWait,
+    encode_event,
+)
 from tfolab.runner.scenario_run import LabNetwork, run_scenario
 
 
@@ -31,12 +46,16 @@ def main() -> int:
     netns.die_with_parent()
     job = Job.from_json(sys.stdin.read())
     delay: InstalledDelay | None = None
+    held: list[slots.Slot] = []
     try:
+        table = slots.SlotTable.open()
         server = str(native.executable_path("tfo-echo-server"))
         delayer = native.optional_executable("tfo-delay")
+        setup = contextlib.ExitStack()
+        setup.enter_context(table.setting_up())  # kernel-heavy: never while a run measures
         how = netns.enter_new_netns()
         netns.set_loopback(True)
-        realtime, scheduling = netns.prefer_realtime()
+        realtime, scheduling = netns.realtime_permitted()
         delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
         delay.notes.append(scheduling)
         network = LabNetwork(delay.backend, delay.delay_ms, server)
@@ -58,9 +77,24 @@ def main() -> int:
                 )
             )
 
+        def measure_next(server_pid: int) -> None:
+            # Setup is over: wait in line for a measurement slot, then measure at full priority.
+            report_setup()
+            setup.close()
+            slot = table.acquire(lambda ahead: emit(SlotWait(ahead, table.size)))
+            held.append(slot)
+            emit(SlotTaken(round(slot.waited_ms, 1), slot.size, slot.ahead))
+            if realtime:
+                netns.prefer_realtime((server_pid,))
+
         for index, scenario in enumerate(job.scenarios):
-            run_scenario(network, scenario, emit, report_setup if index == 0 else None)
+            run_scenario(network, scenario, emit, measure_next if index == 0 else None)
+        # Dismantle the lab while still holding the slot: its teardown is kernel work
+        # that would land in the next run's measurement; only the empty namespace is left.
         stats = delay.stop()
+        if network.capture is not None:
+            network.capture.close()
+        _give_back(held)
         emit(Done(delayer_stats=stats))
         return 0
     except UserError as err:
@@ -70,8 +104,17 @@ def main() -> int:
         emit(Failed(str(err), REINSTALL_FIX))
         return 2
     finally:
+        _give_back(held)
         if delay is not None:
             delay.stop()
+
+
+def _give_back(held: list[slots.Slot]) -> None:
+    """Normal scheduling again, then the slot to the next in line."""
+    for slot in held:
+        netns.normal_scheduling()
+        slot.release()
+    held.clear()
 
 
 def _open_capture(network: LabNetwork) -> str:

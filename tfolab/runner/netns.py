@@ -13,6 +13,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -88,19 +89,48 @@ def _write(path: str, text: str) -> None:
 LAB_RT_PRIORITY = 5
 
 
-def prefer_realtime() -> tuple[bool, str]:
-    """Run this process (and the server and client it starts) at SCHED_FIFO 5.
+def realtime_permitted() -> tuple[bool, str]:
+    """Whether the lab's processes may run at SCHED_FIFO 5 here, tried and undone at once.
 
     Lab processes are almost always asleep; on a busy machine a woken one can
     wait out another task's time slice (about 3 ms with EEVDF), which would be
-    measured as TCP. A low real-time priority removes that, and tfo-delay runs
-    the same way. Where it is not permitted, runs stay on normal scheduling.
+    measured as TCP. A low real-time priority removes that (tfo-delay takes its
+    own). It is only taken while a measurement slot is held (`prefer_realtime`):
+    runs still setting up or waiting in line stay on normal scheduling, so they
+    never compete at the measuring run's priority. Where it is not permitted,
+    runs stay on normal scheduling.
     """
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(LAB_RT_PRIORITY))
     except OSError:
         return False, "normal scheduling (real-time priority not permitted): busy hosts add noise"
-    return True, f"lab processes at real-time priority {LAB_RT_PRIORITY} (SCHED_FIFO)"
+    normal_scheduling()
+    return (
+        True,
+        f"lab processes at real-time priority {LAB_RT_PRIORITY} (SCHED_FIFO) while measuring",
+    )
+
+
+def _own_threads() -> list[int]:
+    """Every thread of this process (a scheduling policy belongs to a thread)."""
+    return [int(tid) for tid in os.listdir("/proc/self/task")]
+
+
+def prefer_realtime(others: tuple[int, ...] = ()) -> bool:
+    """Move this process's threads and `others` to SCHED_FIFO 5; False where not permitted."""
+    try:
+        for pid in (*_own_threads(), *others):
+            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(LAB_RT_PRIORITY))
+    except OSError:
+        return False
+    return True
+
+
+def normal_scheduling() -> None:
+    """This process's threads back to SCHED_OTHER (always permitted: it lowers the priority)."""
+    for tid in _own_threads():
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
 
 
 def set_loopback(up: bool = True, mtu: int | None = None) -> None:

@@ -53,6 +53,21 @@ class Setup(msgspec.Struct, frozen=True, tag="setup", tag_field="event"):
     realtime: bool = True  # lab processes at real-time priority (else normal scheduling)
 
 
+class SlotWait(msgspec.Struct, frozen=True, tag="slot_wait", tag_field="event"):
+    """In line for a machine-wide measurement slot (tfolab.core.slots): `ahead` waiters first."""
+
+    ahead: int
+    slots: int
+
+
+class SlotTaken(msgspec.Struct, frozen=True, tag="slot", tag_field="event"):
+    """A measurement slot is held: measuring starts. `waited_ms` is the time spent in line."""
+
+    waited_ms: float
+    slots: int
+    ahead: int = 0  # waiters ahead when this run joined the line
+
+
 class ScenarioStarted(msgspec.Struct, frozen=True, tag="scenario", tag_field="event"):
     name: str
 
@@ -121,7 +136,18 @@ class Failed(msgspec.Struct, frozen=True, tag="error", tag_field="event"):
     fix: str = ""
 
 
-Event = Setup | ScenarioStarted | Note | Iteration | Captured | Counters | Done | Failed
+Event = (
+    Setup
+    | SlotWait
+    | SlotTaken
+    | ScenarioStarted
+    | Note
+    | Iteration
+    | Captured
+    | Counters
+    | Done
+    | Failed
+)
 _decoder = msgspec.json.Decoder(Event)
 
 

@@ -9,6 +9,8 @@ A replay_syn scenario's last iteration resends iteration 1's captured SYN from
 a raw socket (replay.py), REPLAY_GAP after the previous client returned + 3D;
 it is timed from that send to the arrival of the replayed connection's
 response on the capture.
+`on_server_ready(pid)` runs once the server is up and before anything is
+measured: the runner takes its measurement slot there (tfolab.core.slots).
 """
 
 from __future__ import annotations
@@ -128,13 +130,13 @@ def run_scenario(
     network: LabNetwork,
     scenario: JobScenario,
     emit: Emit,
-    on_server_ready: Callable[[], None] | None = None,
+    on_server_ready: Callable[[int], None] | None = None,
 ) -> None:
     config = scenario.config
     configure_namespace(network, config)
     server = start_server(network.server_executable, config)
     if on_server_ready is not None:
-        on_server_ready()
+        on_server_ready(server.process.pid)
     emit(ScenarioStarted(scenario.name))
     try:
         # One unmeasured plain exchange first: a freshly started server's first

@@ -17,6 +17,7 @@ from tfolab.core import kernel
 from tfolab.core.errors import UserError
 from tfolab.lab.catalog import Lab, load_labs
 from tfolab.lab.environment import RealRunStatus, quick_check
+from tfolab.tui.classroom import Classroom, SessionNameScreen
 from tfolab.tui.commands import LabCommands
 from tfolab.tui.screens.help import HelpScreen
 from tfolab.tui.screens.lab import LabScreen
@@ -50,12 +51,19 @@ class TfolabApp(App[None]):
         self.real_runs = real_runs or quick_check()
         self.backend = backend
         self._open = (open_lab, open_scenario)
+        self.classroom = Classroom()  # served with --results: the name, and where runs go
 
     def on_mount(self) -> None:
         self.push_screen(StartScreen(self.labs))
         lab, scenario = self._open
         if lab is not None:
             self.open_lab(lab, scenario)
+        if self.classroom.collecting:
+            self.push_screen(SessionNameScreen(), self._named)
+
+    def _named(self, name: str | None) -> None:
+        self.classroom.session = name
+        self.sub_title = f"session: {name}"
 
     def open_lab(self, lab_name: str, scenario: str | None = None) -> None:
         """Open a lab screen (or switch the open one to another scenario)."""

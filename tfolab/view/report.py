@@ -11,7 +11,15 @@ from tfolab.lab.catalog import BrokenLab, Lab
 from tfolab.lab.session import LabResult, ScenarioResult
 from tfolab.model import IterationPrediction
 from tfolab.model.simulation import PREDICTED_COUNTERS
-from tfolab.runner.protocol import Event, Iteration, Note, ScenarioStarted, Setup
+from tfolab.runner.protocol import (
+    Event,
+    Iteration,
+    Note,
+    ScenarioStarted,
+    Setup,
+    SlotTaken,
+    SlotWait,
+)
 
 
 def lab_list(labs: list[Lab], broken: tuple[BrokenLab, ...] | list[BrokenLab] = ()) -> str:
@@ -283,6 +291,12 @@ def progress_line(event: Event) -> str | None:
             if event.backend == "none":
                 line += "  ** NO DELAY EMULATION: plain loopback **"
             return line
+        case SlotWait():
+            return slot_wait_words(event.ahead)
+        case SlotTaken():
+            if event.waited_ms <= 0:
+                return None
+            return f"measurement slot taken after {event.waited_ms / 1000:.1f} s in line"
         case ScenarioStarted():
             return f"running {event.name} ..."
         case Iteration():
@@ -290,3 +304,10 @@ def progress_line(event: Event) -> str | None:
         case Note():
             return f"  {event.text}"
     return None
+
+
+def slot_wait_words(ahead: int) -> str:
+    """'waiting for a measurement slot: 3 ahead' (the CLI's stderr and the UI say the same)."""
+    if ahead <= 0:
+        return "waiting for a measurement slot: next in line"
+    return f"waiting for a measurement slot: {ahead} ahead"

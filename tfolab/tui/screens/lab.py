@@ -14,13 +14,18 @@ Rules:
   steps are the drawn events in time order, so stepping and play work the same
   in every view. A view change keeps the step at the same moment.
 - The last measured result is kept (`last_run`) so `w` saves its capture as a
-  pcap in the current folder even after the parameters changed; without a
-  capture the banner says why.
+  pcap in the current folder (in a browser, as a download) even after the
+  parameters changed; without a capture the banner says why.
+- Served with --results, every real run is also saved for the class
+  (tfolab.tui.classroom).
 """
 
 from __future__ import annotations
 
+import io
+import tempfile
 from datetime import datetime
+from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
@@ -259,6 +264,9 @@ class LabScreen(Screen[None]):
             return
         scenario = run.scenarios[0].planned.name
         name = pcap_file_name(run.lab, scenario, datetime.now())
+        if self.app.is_web:
+            self._deliver_pcap(name, frames)
+            return
         try:
             path = pcap.check_writable(name)
             count = pcap.write_captured(path, frames)
@@ -273,6 +281,15 @@ class LabScreen(Screen[None]):
             "(open it in Wireshark, or tcpdump -nr).",
             "ok",
         )
+
+    def _deliver_pcap(self, name: str, frames: list[tuple[int, bytes]]) -> None:
+        """In a browser (tfolab serve) the pcap is a download, not a file on the server."""
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / name
+            count = pcap.write_captured(path, frames)
+            data = io.BytesIO(path.read_bytes())
+        self.app.deliver_binary(data, save_filename=name, mime_type="application/vnd.tcpdump.pcap")
+        self._banner(f"Sent {count} packets as {name} to your browser's downloads.", "ok")
 
     def action_guide(self) -> None:
         from tfolab.tui.screens.guide import GuideScreen
@@ -331,6 +348,17 @@ class LabScreen(Screen[None]):
         self.running = False
         self._flush_progress()
         self._after_run(result, params)
+        self._keep_for_class(result)
+
+    def _keep_for_class(self, result: LabResult) -> None:
+        """Served with --results: the run goes to the class's folder, under the session's name."""
+        try:
+            saved = tfolab_app(self).classroom.save_run(result)
+        except OSError as err:
+            self.notify(f"Not saved for the class: {err}", severity="error")
+            return
+        if saved is not None:
+            self.notify(f"Saved for the class as {saved.name}")
 
     def _after_run(self, result: LabResult, params: LabParams) -> None:
         if params == self.params:

@@ -18,8 +18,9 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from tfolab.lab.session import LabResult, Measurement
-from tfolab.runner.protocol import Counters, Event, Iteration, Setup
+from tfolab.runner.protocol import Counters, Event, Iteration, Setup, SlotTaken, SlotWait
 from tfolab.view.captured import capture_absent
+from tfolab.view.report import slot_wait_words
 
 BAR_WIDTH = 14
 
@@ -91,6 +92,9 @@ class ResultsPanel(Vertical):
     Sized for the 30-column side panel: short column titles, short verdicts.
     """
 
+    _line_total: int | None = None  # the measurement-slot line's length when this run joined it
+    _steps: float = 1
+
     def compose(self) -> ComposeResult:
         yield Label("Real run", classes="field-label")
         yield Static("", id="run-status")
@@ -114,6 +118,7 @@ class ResultsPanel(Vertical):
         progress = self.query_one("#run-progress", ProgressBar)
         progress.update(total=iterations + 1, progress=0)
         progress.display = True
+        self._line_total = None
         self.query_one("#measured", DataTable).clear()
         self.query_one("#bars", Static).update("")
         self.query_one("#packets", Static).update("")
@@ -122,7 +127,20 @@ class ResultsPanel(Vertical):
     def progress(self, event: Event) -> None:
         status = self.query_one("#run-status", Static)
         bar = self.query_one("#run-progress", ProgressBar)
-        if isinstance(event, Setup):
+        if isinstance(event, SlotWait):
+            # The bar shows the line moving: from where this run joined it to its turn.
+            if self._line_total is None:
+                self._line_total = event.ahead + 1
+                self._steps = bar.total or 1
+                bar.update(total=self._line_total, progress=0)
+            status.update(slot_wait_words(event.ahead))
+            bar.update(progress=self._line_total - 1 - event.ahead)
+        elif isinstance(event, SlotTaken):
+            if self._line_total is not None:
+                bar.update(total=self._steps, progress=1)
+                self._line_total = None
+            status.update(f"measuring (slot taken after {event.waited_ms / 1000:.1f} s in line)")
+        elif isinstance(event, Setup):
             status.update(f"namespace ready in {event.setup_ms} ms ({event.backend})")
             bar.advance(1)
         elif isinstance(event, Iteration):

@@ -1,0 +1,24 @@
+"""A process that takes a measurement slot and holds it until its stdin closes (for tests).
+
+Prints "WAIT <ahead>" for every line update and "HOLD <index> <waited_ms> <ahead>"
+once it has the slot, flushed at once so the test can follow along.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tfolab.core.slots import SlotTable
+
+
+def main() -> None:
+    table = SlotTable.open(Path(sys.argv[1]))
+    slot = table.acquire(lambda ahead: print(f"WAIT {ahead}", flush=True))
+    print(f"HOLD {slot.index} {slot.waited_ms} {slot.ahead}", flush=True)
+    sys.stdin.read()
+    slot.release()
+
+
+if __name__ == "__main__":
+    main()

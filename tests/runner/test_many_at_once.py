@@ -1,0 +1,45 @@
+"""32 `tfolab run fastopen --delay 10 --json` started at the same moment: the measurement
+slots (tfolab.core.slots) queue them, so every one exits 0 with every measurement in its
+band and every packet as the model predicted, and each JSON says how long it waited.
+
+Measures for real (run under the machine's timing lock); takes about a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+from tests.conftest import LabMachine
+
+RUNS = 32
+
+
+def test_thirty_two_runs_at_once_all_in_band(delaying_machine: LabMachine) -> None:
+    command = [sys.executable, "-m", "tfolab", "run", "fastopen", "--delay", "10", "--json"]
+    start = threading.Barrier(RUNS)
+    done: list[subprocess.CompletedProcess[str]] = []
+
+    def one() -> None:
+        start.wait()
+        done.append(subprocess.run(command, capture_output=True, text=True, timeout=600))
+
+    threads = [threading.Thread(target=one) for _ in range(RUNS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(done) == RUNS
+    waits = []
+    for run in done:
+        assert run.returncode == 0, run.stderr[-1500:]
+        result = json.loads(run.stdout)
+        assert all(i["ok"] for s in result["scenarios"] for i in s["iterations"])
+        assert all(s["packet_diff"] == [] for s in result["scenarios"])
+        assert result["slot_wait_ms"] >= 0 and result["slots"] >= 1
+        waits.append(result["slot_wait_ms"])
+    slots = json.loads(done[0].stdout)["slots"]
+    if slots < RUNS:
+        assert sum(1 for w in waits if w > 0) >= RUNS - slots  # they queued

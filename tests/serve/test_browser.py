@@ -1,0 +1,106 @@
+"""A real browser: Debian's chromium, headless, against `tfolab serve`, runs a lab for real.
+
+Playwright drives the system's /usr/bin/chromium (no browser download). The
+page's terminal draws on a canvas, so the test reads what the page received
+over its websocket (the UI's output, escape sequences stripped) and checks that
+the values the run saved for the class (serve --results) were shown there. A
+screenshot is saved as an artifact: in $TFOLAB_ARTIFACTS_DIR if set, else in
+pytest's tmp folder; its path is printed.
+
+Needs a lab namespace and a delay backend; measures for real (run it under the
+machine's timing lock, as the other real-run tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.root
+
+CHROMIUM = "/usr/bin/chromium"
+# Wraps WebSocket before the page's script runs: keeps the text the UI sent.
+KEEP_RECEIVED = """
+(() => {
+  const Native = window.WebSocket;
+  const decoder = new TextDecoder();
+  window.__received = [];
+  window.WebSocket = function (...args) {
+    const socket = new Native(...args);
+    socket.addEventListener("message", (event) => {
+      if (typeof event.data !== "string") {
+        window.__received.push(decoder.decode(new Uint8Array(event.data), {stream: true}));
+      }
+    });
+    return socket;
+  };
+  window.WebSocket.prototype = Native.prototype;
+})();
+"""
+ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
+
+
+def _artifacts(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("TFOLAB_ARTIFACTS_DIR") or tmp_path / "artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp_path) -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no {CHROMIUM} (Debian: apt-get install chromium)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    results = Path(tempfile.mkdtemp(prefix="tfolab-class-"))
+    os.chmod(results, 0o755)
+    try:
+        served = serve("--host", "0.0.0.0", "--results", str(results / "class"))
+        url = served.local_url(f"?token={served.token}")
+        with playwright.sync_playwright() as driver:
+            browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.add_init_script(KEEP_RECEIVED)
+            page.goto(url)
+            page.wait_for_selector("body.-first-byte", timeout=60_000)
+            page.click(".textual-terminal")
+            page.wait_for_timeout(1000)
+            page.keyboard.type("Ada L")  # the session's name, asked once
+            page.keyboard.press("Enter")
+            page.wait_for_timeout(1000)
+            page.keyboard.press("Enter")  # the first lab, on its first scenario
+            page.wait_for_timeout(2000)
+            page.keyboard.press("r")  # run it for real
+            saved = _wait_for_result(results / "class", 120)
+            page.wait_for_timeout(3000)  # the UI repaints its progress once a second
+            shot = _artifacts(tmp_path) / "tfolab-serve-real-run.png"
+            page.screenshot(path=str(shot))
+            print(f"\nscreenshot of the served real run: {shot}")
+            received = ESCAPES.sub("", "".join(page.evaluate("window.__received")))
+            browser.close()
+        document = json.loads(saved.read_text())
+        assert document["kind"] == "run" and document["payload"]["session"] == "Ada L"
+        run = document["payload"]["run"]
+        values = [i["measured_ms"] for s in run["scenarios"] for i in s["iterations"]]
+        assert values and all(i["ok"] for s in run["scenarios"] for i in s["iterations"])
+        for value in values:  # each measured value was drawn on the page
+            assert f"{value:.1f}" in received, (value, received[-2000:])
+        assert "all in the predicted band" in received
+        assert shot.stat().st_size > 10_000
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+
+
+def _wait_for_result(folder: Path, timeout_s: float) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = sorted(folder.glob("run-*.json")) if folder.is_dir() else []
+        if found:
+            return found[0]
+        time.sleep(0.5)
+    raise AssertionError(f"no run saved in {folder} within {timeout_s} s")

@@ -1,0 +1,292 @@
+"""`tfolab serve`: the UI in every student's browser, one tfolab process per tab.
+
+Rules:
+- Everything is checked before anything starts (host, port, token, user,
+  results folder): a mistake is one line and exit 2.
+- Only 127.0.0.1 (or another loopback address) goes without a token; on any
+  other address a token is required, generated (secrets) and printed as a
+  ready URL when not given. The token goes to stdout once, never to a log.
+- Never root on the web side: started as root, serve binds its port, makes
+  its private folder (and the results folder) for the unprivileged user, then
+  drops to that user (--user, default `tfolab` if it exists, else `nobody`)
+  before it listens. Sessions' real runs then go through unprivileged user
+  namespaces, as any non-root run does; where those are refused, a real probe
+  says so and every session shows why real runs are off.
+- Sessions get a private HOME (and XDG folders, TMPDIR, working directory)
+  that is removed when serve stops; with --results DIR they save their runs
+  in DIR (TFOLAB_RESULTS_DIR). Nothing else is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tfolab.core.errors import UserError
+
+if TYPE_CHECKING:
+    from tfolab.core.privileges import Account
+
+NAME = "serve"
+HELP = "the UI in a browser, one tfolab session per tab (textual-serve)"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+TOKEN = re.compile(r"[A-Za-z0-9_-]{8,128}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        metavar="ADDR",
+        help=f"address to listen on (default {DEFAULT_HOST}; any other needs a token, "
+        "e.g. 0.0.0.0 for a classroom)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, metavar="N", help=f"port (default {DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--token",
+        metavar="T",
+        help="the secret every browser needs (8+ letters, digits, - or _); generated and "
+        "printed in the URL when another host than loopback is given without one",
+    )
+    parser.add_argument(
+        "--user",
+        metavar="NAME",
+        help="started as root, run as this unprivileged user "
+        "(default: tfolab if it exists, else nobody)",
+    )
+    parser.add_argument(
+        "--results",
+        metavar="DIR",
+        help="save every session's real runs (with the name the student types) in DIR",
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_token(token: str | None, host: str) -> str | None:
+    """The token to require (None: none needed); UserError for a malformed one."""
+    if token is not None:
+        if not TOKEN.fullmatch(token):
+            raise UserError(
+                "--token must be 8 to 128 letters, digits, - or _",
+                "give another, or leave --token out to get one generated",
+            )
+        return token
+    if is_loopback(host):
+        return None
+    return secrets.token_urlsafe(18)
+
+
+def check_results(path: str | None) -> Path | None:
+    if path is None:
+        return None
+    folder = Path(path).expanduser().absolute()
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"--results {path} is not a folder", "give a folder (it may not exist yet)")
+    if not folder.exists() and not folder.parent.is_dir():
+        raise UserError(
+            f"--results {path}: the folder {folder.parent} does not exist", "create it first"
+        )
+    return folder
+
+
+def check_user(name: str | None) -> Account | None:
+    """The account to drop to (root only); None when serve already runs unprivileged."""
+    from tfolab.core.privileges import default_user, find_account
+
+    if os.geteuid() == 0:
+        return find_account(name or default_user())
+    if name is not None and find_account(name).uid != os.geteuid():
+        raise UserError(
+            f"--user {name}: only root can switch users, and this is uid {os.geteuid()}",
+            "leave --user out (serve already runs unprivileged), or start it as root",
+        )
+    return None
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Bind (not listen) while still root, so a port below 1024 works."""
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port {port} is out of range", "give 1 to 65535 (0: any free port)")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as err:
+        raise UserError(
+            f"--host {host}: {err.strerror}", "give an address of this machine"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as err:
+        sock.close()
+        raise UserError(
+            f"cannot listen on {host}:{port}: {err.strerror}",
+            "pick another --port (or stop what uses it)",
+        ) from None
+    return sock
+
+
+def ready_url(host: str, port: int, token: str | None) -> str:
+    shown = host
+    if host in ("0.0.0.0", "::", ""):
+        shown = socket.gethostname()
+    elif ":" in host:
+        shown = f"[{host}]"
+    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+
+
+def private_home(account: Account | None) -> Path:
+    """The sessions' HOME, TMPDIR and working folder: private, removed at the end."""
+    home = Path(tempfile.mkdtemp(prefix="tfolab-serve-"))
+    if account is not None:
+        os.chown(home, account.uid, account.gid)
+    return home
+
+
+def prepare_results(folder: Path | None, account: Account | None) -> None:
+    if folder is None:
+        return
+    if not folder.exists():
+        folder.mkdir(mode=0o755)
+        if account is not None:
+            os.chown(folder, account.uid, account.gid)
+
+
+def session_environment(home: Path, results: Path | None) -> dict[str, str]:
+    env = {
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+    }
+    if results is not None:
+        from tfolab.lab.results_dir import RESULTS_DIR_ENV
+
+        env[RESULTS_DIR_ENV] = str(results)
+    return env
+
+
+def probe_real_runs() -> str | None:
+    """A real namespace probe as the sessions' user: None if real runs work, else 'reason|fix'."""
+    from tfolab.lab.environment import quick_check
+
+    status = quick_check()
+    if not status.possible:
+        return f"{status.reason}|{status.fix}"
+    probe = subprocess.run(
+        [sys.executable, "-m", "tfolab.runner.probe"], capture_output=True, text=True, timeout=60
+    )
+    try:
+        report = json.loads(probe.stdout)
+    except json.JSONDecodeError:
+        return f"the namespace probe failed ({probe.stderr.strip()[-200:]})|run `tfolab doctor`"
+    if "namespace_error" in report:
+        return (
+            f"{report['namespace_error']}|The model and the ladders still work; "
+            "allow unprivileged user namespaces for real runs (see `tfolab doctor`)."
+        )
+    return None
+
+
+def check_interpreter(account: Account | None) -> None:
+    """After the drop: this Python, its library and tfolab must be readable by the user."""
+    import tfolab
+
+    needed = [
+        Path(sys.executable).resolve(),
+        Path(os.__file__).resolve().parent,
+        Path(tfolab.__file__).resolve().parent,
+    ]
+    for path in needed:
+        if not os.access(path, os.R_OK | os.X_OK):
+            who = account.name if account else "this user"
+            raise UserError(
+                f"{who} cannot read {path}, so its sessions could not start",
+                "install tfolab with a Python every user can read (e.g. a venv made with "
+                "/usr/bin/python3 -m venv), or give --user a user who can read it",
+            )
+
+
+def handle(args: argparse.Namespace) -> int:
+    from tfolab.core.privileges import drop_to
+    from tfolab.lab.environment import REAL_RUNS_OFF_ENV
+    from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
+
+    token = check_token(args.token, args.host)
+    results = check_results(args.results)
+    account = check_user(args.user)
+    sock = bind(args.host, args.port)
+    home = private_home(account)
+    try:
+        prepare_results(results, account)
+        if account is not None:
+            drop_to(account)
+        check_interpreter(account)
+        if results is not None and not os.access(results, os.W_OK | os.X_OK):
+            raise UserError(
+                f"--results {results} is not writable by {account.name if account else 'you'}",
+                "give that user the folder (chown), or another --results",
+            )
+        os.environ.update(session_environment(home, results))
+        if args.labs_dir is not None:
+            from tfolab.lab.catalog import LABS_DIR_ENV
+
+            os.environ[LABS_DIR_ENV] = str(args.labs_dir)
+        off = probe_real_runs()
+        if off is not None:
+            os.environ[REAL_RUNS_OFF_ENV] = off
+        os.chdir(home)
+        sock.listen(128)  # unprivileged now; early browsers wait in the backlog until served
+        _announce(sock, args.host, token, account, results, off)
+        command = shlex.join([sys.executable, "-m", "tfolab"])
+        ClassroomServer(command, sock, token, title="tfolab").serve()
+    finally:
+        sock.close()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(home)
+    return 0
+
+
+def _announce(
+    sock: socket.socket,
+    host: str,
+    token: str | None,
+    account: Account | None,
+    results: Path | None,
+    off: str | None,
+) -> None:
+    port = sock.getsockname()[1]
+    print(f"tfolab serve: open {ready_url(host, port, token)} (one lab session per browser tab)")
+    who = account.name if account else f"uid {os.geteuid()}"
+    runs = "on (unprivileged user namespaces)" if off is None else f"off: {off.split('|')[0]}"
+    print(f"  sessions run as {who}; real runs {runs}")
+    if results is not None:
+        print(f"  class results are saved in {results}")
+    print("  Ctrl+C stops serving", flush=True)

@@ -1,0 +1,70 @@
+"""Dropping root for good: the web side of `tfolab serve` runs as an unprivileged user.
+
+Rules:
+- The user is looked up (and refused with a fix) before anything starts.
+- `drop_to(user)` clears the supplementary groups, then sets the group, then
+  the user (real, effective and saved), and checks that root cannot be taken
+  back. Anything that needs root (binding a port below 1024, making a
+  directory for that user) happens before it.
+- Nothing here runs a command: only the setgroups/setgid/setuid system calls.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from dataclasses import dataclass
+
+from tfolab.core.errors import UserError
+
+DEFAULT_USERS = ("tfolab", "nobody")  # the first that exists is the default
+
+
+@dataclass(frozen=True)
+class Account:
+    name: str
+    uid: int
+    gid: int
+
+
+def default_user() -> str:
+    for name in DEFAULT_USERS:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return name
+    return DEFAULT_USERS[-1]
+
+
+def find_account(name: str) -> Account:
+    """The account `name` (a user name or a uid); UserError if there is none, or it is root."""
+    try:
+        entry = pwd.getpwuid(int(name)) if name.isdigit() else pwd.getpwnam(name)
+    except (KeyError, OverflowError):
+        raise UserError(
+            f"there is no user {name!r} on this machine",
+            "give an existing unprivileged user with --user (e.g. nobody), "
+            "or create one: useradd --system tfolab",
+        ) from None
+    if entry.pw_uid == 0:
+        raise UserError(
+            f"--user {name} is root",
+            "give an unprivileged user (e.g. --user nobody): the web side never runs as root",
+        )
+    return Account(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+def drop_to(account: Account) -> None:
+    """Become `account` for good (this process and everything it starts)."""
+    os.setgroups([])
+    os.setgid(account.gid)
+    os.setuid(account.uid)
+    try:
+        os.setuid(0)
+    except PermissionError:
+        pass
+    else:  # pragma: no cover - the kernel refuses this to a process that set all three uids
+        raise RuntimeError("root could be taken back after dropping privileges")
+    if os.getuid() != account.uid or os.geteuid() != account.uid or os.getegid() != account.gid:
+        raise RuntimeError(f"privileges were not dropped to {account.name}")

@@ -1,0 +1,329 @@
+"""Machine-wide measurement slots: the timing-critical part of a real run queues here.
+
+Any process on the machine (a served session's runner in its user namespace,
+a terminal UI's, `tfolab run`'s, root or not) takes one of N slots before it
+measures, so runs queue instead of disturbing each other's timings.
+
+Rules:
+- Everything is flock(2) on files in one shared directory (`slots_dir()`,
+  mode 1777, files 0666). The kernel drops a flock when its holder dies, so
+  a SIGKILL frees a slot or a place in line at once: nothing goes stale.
+  flock works on any descriptor a process can open, so a process in a user
+  namespace (its files owned by an unmapped uid) takes slots like root does.
+- Fair: first come, first served. Each waiter draws a ticket (a counter read
+  and bumped under the `mutex` file's lock) and holds an exclusive lock on
+  its ticket file `q-<ticket>` until it has a slot. A waiter blocks (in the
+  kernel, no polling) on the ticket just ahead of it; the one at the head
+  polls the N `slot-<i>` files every POLL_S. "K ahead" is the number of live
+  tickets below one's own (a ticket whose lock can be taken is dead).
+- A ticket file appears only once it is locked (created under another name,
+  locked, then renamed), so a live ticket never looks dead.
+- Quiet while measuring: kernel-heavy setup (a namespace, a delayer, a
+  capture ring) takes the `quiet` file's lock exclusively, and a run that
+  holds a slot takes it shared before it measures. So setups never overlap a
+  measurement (they run in the gaps, one at a time) but measurements in the
+  N slots overlap each other.
+- N is written once, in the directory's `size` file, by whoever makes the
+  directory (TFOLAB_SLOTS, else `default_size()`); every process uses that
+  one value, so no two disagree about how many slots there are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfolab.core.errors import UserError
+
+DIR_ENV = "TFOLAB_SLOTS_DIR"
+SIZE_ENV = "TFOLAB_SLOTS"
+POLL_S = 0.005  # the head of the line tries the slots this often (one process polls, not all)
+RECOUNT_S = 0.5  # how often a waiter recounts who is ahead, for its progress line
+MAX_SLOTS = 64
+
+
+def default_size() -> int:
+    """One slot per two cores, at least one (measured: docs/DESIGN.md "Measurement slots")."""
+    return max(1, min((os.cpu_count() or 1) // 2, MAX_SLOTS))
+
+
+def slots_dir() -> Path:
+    """$TFOLAB_SLOTS_DIR, else /dev/shm/tfolab-slots (memory), else /tmp/tfolab-slots."""
+    chosen = os.environ.get(DIR_ENV)
+    if chosen:
+        return Path(chosen)
+    shm = Path("/dev/shm")
+    return (shm if shm.is_dir() and os.access(shm, os.W_OK) else Path("/tmp")) / "tfolab-slots"
+
+
+def wanted_size() -> int:
+    """The size asked for by TFOLAB_SLOTS (checked), else the default."""
+    raw = os.environ.get(SIZE_ENV)
+    if raw is None or raw == "":
+        return default_size()
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_SLOTS:
+        raise UserError(
+            f"{SIZE_ENV}={raw!r} is not a slot count", f"give 1 to {MAX_SLOTS}, or unset it"
+        )
+    return int(raw)
+
+
+def _open_shared(path: Path, flags: int = os.O_RDWR) -> int:
+    """Open a shared file, creating it world-writable if missing.
+
+    Without O_CREAT first: fs.protected_regular refuses O_CREAT on another
+    user's file in a sticky directory even where a plain open is allowed.
+    """
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        pass
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except FileExistsError:
+        return os.open(path, flags | os.O_NOFOLLOW)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o666)  # past the umask: every user must open it
+    return fd
+
+
+def _unusable(directory: Path, why: str) -> UserError:
+    return UserError(
+        f"the measurement slots directory {directory} is unusable: {why}",
+        f"remove it when no run is going (root: rm -r {directory}), or set {DIR_ENV}",
+    )
+
+
+@dataclass
+class SlotTable:
+    """The shared directory, opened: its path and its number of slots."""
+
+    directory: Path
+    size: int
+
+    @staticmethod
+    def open(directory: Path | None = None, size: int | None = None) -> SlotTable:
+        """Make (or join) the slot directory; UserError if it cannot be used."""
+        directory = directory or slots_dir()
+        asked = size if size is not None else wanted_size()
+        try:
+            os.mkdir(directory, 0o1777)
+            os.chmod(directory, 0o1777)  # past the umask
+        except FileExistsError:
+            pass
+        except OSError as err:
+            raise _unusable(directory, err.strerror or str(err)) from None
+        info = os.lstat(directory)
+        if not stat.S_ISDIR(info.st_mode):
+            raise _unusable(directory, "it is not a directory")
+        try:
+            with _locked(directory / "mutex"):
+                size_fd = _open_shared(directory / "size")
+                try:
+                    text = os.read(size_fd, 32).decode(errors="replace").strip()
+                    if not text:
+                        os.write(size_fd, f"{asked}\n".encode())
+                        text = str(asked)
+                finally:
+                    os.close(size_fd)
+        except PermissionError as err:
+            raise _unusable(directory, err.strerror or "permission denied") from None
+        if not text.isdigit() or not 1 <= int(text) <= MAX_SLOTS:
+            raise _unusable(directory, f"its size file says {text!r}")
+        actual = int(text)
+        if size is None and os.environ.get(SIZE_ENV) and actual != asked:
+            raise UserError(
+                f"{SIZE_ENV}={asked} but the slots in {directory} were made with {actual}",
+                f"unset {SIZE_ENV}, or remove {directory} when no run is going",
+            )
+        return SlotTable(directory, actual)
+
+    # --- quiet while measuring -----------------------------------------------------
+
+    @contextlib.contextmanager
+    def setting_up(self) -> Iterator[None]:
+        """Hold while doing kernel-heavy setup: never while another run measures."""
+        fd = _open_shared(self.directory / "quiet", os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _quiet(self, slot: Slot) -> None:
+        """With a slot held: wait for setups in progress to finish, then keep them out."""
+        fd = _open_shared(self.directory / "quiet", os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        slot.quiet_fd = fd
+
+    # --- taking a slot ---------------------------------------------------------
+
+    def acquire(self, on_wait: Callable[[int], None] | None = None) -> Slot:
+        """Wait in line for a slot, then for quiet (blocking); `on_wait(k)`: k waiters ahead."""
+        started = time.monotonic()
+        slot = self._in_line(started, on_wait)
+        self._quiet(slot)
+        slot.waited_ms = round((time.monotonic() - started) * 1000, 1)
+        return slot
+
+    def _in_line(self, started: float, on_wait: Callable[[int], None] | None) -> Slot:
+        ticket, ticket_fd = self._draw_ticket()
+        ahead = self.ahead_of(ticket)
+        first_ahead = len(ahead)
+        got: list[Slot] = []
+        failed: list[BaseException] = []
+        if not ahead:
+            slot = self._try_slots()
+            if slot is not None:  # nobody waiting and a slot free: no thread, no wait
+                self._leave_line(ticket, ticket_fd)
+                return Slot(slot[0], slot[1], self.size, 0.0, 0)
+        if on_wait is not None:
+            on_wait(first_ahead)
+        done = threading.Event()
+
+        def wait_in_line() -> None:
+            try:
+                got.append(self._wait_in_line(ticket, ticket_fd, started, first_ahead))
+            except BaseException as err:  # handed to the caller's thread
+                failed.append(err)
+            finally:
+                done.set()
+
+        threading.Thread(target=wait_in_line, name="tfolab-slot", daemon=True).start()
+        shown = first_ahead
+        while not done.wait(RECOUNT_S):
+            count = len(self.ahead_of(ticket))
+            if count != shown and on_wait is not None and not done.is_set():
+                on_wait(count)
+            shown = count
+        if failed:
+            raise failed[0]
+        return got[0]
+
+    def _draw_ticket(self) -> tuple[int, int]:
+        with _locked(self.directory / "mutex"):
+            counter = _open_shared(self.directory / "counter")
+            try:
+                text = os.read(counter, 32).decode(errors="replace").strip()
+                ticket = int(text) if text.isdigit() else 0
+                os.lseek(counter, 0, os.SEEK_SET)
+                os.ftruncate(counter, 0)
+                os.write(counter, f"{ticket + 1}\n".encode())
+            finally:
+                os.close(counter)
+            staging = self.directory / f".new-{ticket:016d}"
+            fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.rename(staging, self._ticket_path(ticket))
+        return ticket, fd
+
+    def _ticket_path(self, ticket: int) -> Path:
+        return self.directory / f"q-{ticket:016d}"
+
+    def ahead_of(self, ticket: int) -> list[int]:
+        """The live tickets before `ticket`, oldest first (dead ones are removed if possible)."""
+        alive = []
+        for name in os.listdir(self.directory):
+            if not name.startswith("q-") or not name[2:].isdigit():
+                continue
+            other = int(name[2:])
+            if other < ticket and _is_held(self.directory / name):
+                alive.append(other)
+        return sorted(alive)
+
+    def _wait_in_line(self, ticket: int, ticket_fd: int, started: float, first: int) -> Slot:
+        while ahead := self.ahead_of(ticket):
+            _wait_for_release(self._ticket_path(ahead[-1]))
+        while (slot := self._try_slots()) is None:
+            time.sleep(POLL_S)
+        self._leave_line(ticket, ticket_fd)
+        waited = (time.monotonic() - started) * 1000
+        return Slot(slot[0], slot[1], self.size, waited, first)
+
+    def _leave_line(self, ticket: int, ticket_fd: int) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self._ticket_path(ticket))
+        os.close(ticket_fd)  # drops the lock: the next in line wakes
+
+    def _try_slots(self) -> tuple[int, int] | None:
+        for index in range(self.size):
+            fd = _open_shared(self.directory / f"slot-{index}", os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            return index, fd
+        return None
+
+
+@dataclass
+class Slot:
+    """A measurement slot held by this process until `release()` (or its death)."""
+
+    index: int
+    fd: int
+    size: int
+    waited_ms: float  # from drawing a ticket to holding the slot
+    ahead: int  # waiters ahead when this one joined the line
+
+    quiet_fd: int = -1
+
+    def release(self) -> None:
+        if self.quiet_fd >= 0:
+            os.close(self.quiet_fd)
+            self.quiet_fd = -1
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = _open_shared(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _is_held(path: Path) -> bool:
+    """Whether a ticket's owner still holds it; a dead one's file is removed if allowed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError as err:
+        if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return True
+        raise
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):  # sticky directory: only its owner (or root) may
+        os.unlink(path)
+    return False
+
+
+def _wait_for_release(path: Path) -> None:
+    """Block until the ticket at `path` is released (its owner got a slot, or died)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    finally:
+        os.close(fd)

@@ -1,0 +1,70 @@
+"""A served session in a classroom: the student's name, asked once, and their saved runs.
+
+Rules:
+- Only where `tfolab serve --results DIR` collects results (TFOLAB_RESULTS_DIR
+  in this session's environment): the name is asked once, at start, and every
+  real run is saved there with it (tfolab.lab.results_dir). Elsewhere nothing
+  here is shown and nothing is written.
+- A save that fails says so in a notification; the run itself stands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Static
+
+from tfolab.lab.results_dir import results_dir_from_env, save_result
+from tfolab.lab.session import LabResult
+
+
+class SessionNameScreen(ModalScreen[str]):
+    """Asks the student's name for the class results; dismisses with it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="session-name-box"):
+            yield Label("Your name for the class results", classes="field-label")
+            yield Static(
+                "Your teacher collects every real run you make, saved with this name.",
+                id="session-name-help",
+            )
+            yield Input(placeholder="e.g. Ada L.", id="session-name", max_length=60)
+            yield Static("", id="session-name-error")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted, "#session-name")
+    def _submitted(self, event: Input.Submitted) -> None:
+        name = event.value.strip()
+        if not name:
+            self.query_one("#session-name-error", Static).update("Type a name, then Enter.")
+            return
+        self.dismiss(name)
+
+
+class Classroom:
+    """Where this session saves its runs, and under which name (None until typed)."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory if directory is not None else results_dir_from_env()
+        self.session: str | None = None
+
+    @property
+    def collecting(self) -> bool:
+        return self.directory is not None
+
+    def save_run(self, result: LabResult) -> Path | None:
+        """The run's `run --json` object and the session's name, as one file; None if not kept."""
+        if self.directory is None:
+            return None
+        payload = {"session": self.session or "", "run": result.to_json()}
+        return save_result(self.directory, "run", payload)
