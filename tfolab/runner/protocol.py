@@ -37,6 +37,25 @@ class Job(msgspec.Struct, frozen=True):
         return msgspec.json.decode(text, type=Job)
 
 
+class BenchJob(msgspec.Struct, frozen=True):
+    """One delay of `tfolab bench`: N fresh HTTP GETs per server and mode, C in flight."""
+
+    delay_ms: float
+    backend: str
+    requests: int
+    concurrency: int
+    servers: tuple[str, ...]  # "tfolab" (the bundled server), "nginx"
+    nginx: str = ""  # the nginx executable, where "nginx" is among the servers
+    modes: tuple[str, ...] = ("plain", "tfo")
+
+    def to_json(self) -> str:
+        return msgspec.json.encode(self).decode()
+
+    @staticmethod
+    def from_json(text: str | bytes) -> BenchJob:
+        return msgspec.json.decode(text, type=BenchJob)
+
+
 class Setup(msgspec.Struct, frozen=True, tag="setup", tag_field="event"):
     """The lab network is up: namespace, delay backend, the first server ready.
 
@@ -105,6 +124,28 @@ class Counters(msgspec.Struct, frozen=True, tag="counters", tag_field="event"):
     counters: dict[str, int]
 
 
+class BenchProgress(msgspec.Struct, frozen=True, tag="bench_progress", tag_field="event"):
+    """Requests of one bench run answered so far (server, mode)."""
+
+    server: str
+    mode: str
+    done: int
+    requests: int
+
+
+class BenchMeasured(msgspec.Struct, frozen=True, tag="bench_measured", tag_field="event"):
+    """One bench run: every request's latency (connect start to the response's last
+    byte), the run's total time, and the TcpExt counter deltas around it."""
+
+    server: str
+    mode: str
+    concurrency: int
+    total_ms: float
+    latencies_us: list[float]
+    syn_data_acked: int
+    counters: dict[str, int]
+
+
 class Done(msgspec.Struct, frozen=True, tag="done", tag_field="event"):
     delayer_stats: str = ""
 
@@ -116,7 +157,18 @@ class Failed(msgspec.Struct, frozen=True, tag="error", tag_field="event"):
     fix: str = ""
 
 
-Event = Setup | ScenarioStarted | Note | Iteration | Captured | Counters | Done | Failed
+Event = (
+    Setup
+    | ScenarioStarted
+    | Note
+    | Iteration
+    | Captured
+    | Counters
+    | BenchProgress
+    | BenchMeasured
+    | Done
+    | Failed
+)
 _decoder = msgspec.json.Decoder(Event)
 
 
