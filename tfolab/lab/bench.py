@@ -11,6 +11,7 @@ the contract of `tfolab bench --json` (docs/DESIGN.md).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from tfolab.runner.protocol import (
 
 MODES = ("plain", "tfo")
 BUNDLED = "tfolab"
+ROUNDS_AT_ZERO = 5
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class ModeFigures:
     latencies_ms: tuple[float, ...]
     syn_data_acked: int
     counters: dict[str, int]
+    server_cpu_ms: float = 0.0
+    round_totals_s: tuple[float, ...] = ()  # every round's total, where there were several
 
     @property
     def requests(self) -> int:
@@ -57,14 +61,22 @@ class ModeFigures:
         rank = math.ceil(q / 100 * len(ordered)) - 1  # nearest rank
         return ordered[min(len(ordered) - 1, max(0, rank))]
 
+    @property
+    def server_cpu_us_per_request(self) -> float:
+        return self.server_cpu_ms * 1000 / self.requests if self.requests else 0.0
+
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "total_s": round(self.total_s, 4),
             "req_per_s": round(self.req_per_s, 1),
             "p50_ms": round(self.percentile_ms(50), 3),
             "p99_ms": round(self.percentile_ms(99), 3),
             "syn_data_acked": self.syn_data_acked,
+            "server_cpu_us_per_request": round(self.server_cpu_us_per_request, 2),
         }
+        if len(self.round_totals_s) > 1:
+            data["round_totals_s"] = [round(t, 4) for t in self.round_totals_s]
+        return data
 
 
 @dataclass
@@ -75,6 +87,7 @@ class BenchRow:
     server: str
     backend: str
     concurrency: int
+    rounds: int = 1
     modes: dict[str, ModeFigures] = field(default_factory=dict)
     predicted_gain_pct: float | None = None
     predicted_from: str = ""
@@ -92,6 +105,7 @@ class BenchRow:
             "server": self.server,
             "backend": self.backend,
             "concurrency": self.concurrency,
+            "rounds": self.rounds,
             **{mode: figures.to_json() for mode, figures in self.modes.items()},
             "gain_pct": self.gain_pct,
             "predicted_gain_pct": self.predicted_gain_pct,
@@ -162,6 +176,12 @@ class BenchResult:
 Progress = Callable[[float, str], None]
 
 
+def rounds_for(delay_ms: float) -> int:
+    """At D = 0 a run takes tens of ms and the machine's other load shows: the median
+    of ROUNDS_AT_ZERO alternating rounds; at D > 0 one run is long enough."""
+    return ROUNDS_AT_ZERO if delay_ms == 0 else 1
+
+
 def _job(plan: BenchPlan, delay_ms: float) -> BenchJob:
     return BenchJob(
         delay_ms=delay_ms,
@@ -171,6 +191,7 @@ def _job(plan: BenchPlan, delay_ms: float) -> BenchJob:
         servers=plan.servers,
         nginx=plan.nginx,
         modes=MODES,
+        rounds=rounds_for(delay_ms),
     )
 
 
@@ -180,16 +201,16 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
     result = BenchResult(plan)
     if plan.peer_note:
         result.notes.append(plan.peer_note)
-    runs = len(plan.delays) * len(plan.servers) * len(MODES)
+    total_runs = sum(rounds_for(d) for d in plan.delays) * len(plan.servers) * len(MODES)
     finished = 0
 
     def report(done: float, text: str) -> None:
         if on_progress is not None:
-            on_progress(min(1.0, done / runs), text)
+            on_progress(min(1.0, done / total_runs), text)
 
     for delay in plan.delays:
         job = _job(plan, delay)
-        rows: dict[str, BenchRow] = {}
+        runs: dict[tuple[str, str], list[ModeFigures]] = {}
         backend = "none"
         report(finished, f"D = {delay:g} ms: setting up the namespace")
         async for event in client.stream_events(
@@ -199,8 +220,7 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
                 raise UserError(event.reason, event.fix)
             if isinstance(event, Setup):
                 backend = event.backend
-                if event.kernel:
-                    result.kernel_release = event.kernel
+                result.kernel_release = event.kernel or result.kernel_release
             elif isinstance(event, Note) and event.text not in result.notes:
                 result.notes.append(event.text)
             elif isinstance(event, BenchProgress):
@@ -209,13 +229,16 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
                     _what(delay, event.server, event.mode, job.concurrency),
                 )
             elif isinstance(event, BenchMeasured):
-                row = rows.setdefault(
-                    event.server, BenchRow(delay, event.server, backend, event.concurrency)
-                )
-                row.modes[event.mode] = _figures(event)
+                runs.setdefault((event.server, event.mode), []).append(_figures(event))
                 finished += 1
                 report(finished, _what(delay, event.server, event.mode, job.concurrency))
-        result.rows += [rows[name] for name in plan.servers if name in rows]
+        for name in plan.servers:
+            row = BenchRow(delay, name, backend, job.concurrency, job.rounds)
+            for mode in MODES:
+                if (name, mode) in runs:
+                    row.modes[mode] = _median(runs[name, mode])
+            if row.modes:
+                result.rows.append(row)
     result.predict()
     result.runtime_s = time.monotonic() - started
     return result
@@ -231,10 +254,19 @@ def _figures(event: BenchMeasured) -> ModeFigures:
         latencies_ms=tuple(v / 1000 for v in event.latencies_us),
         syn_data_acked=event.syn_data_acked,
         counters=dict(event.counters),
+        server_cpu_ms=event.server_cpu_ms,
     )
+
+
+def _median(rounds: list[ModeFigures]) -> ModeFigures:
+    """The round with the median total time, whole (its latencies and counters too)."""
+    if len(rounds) == 1:
+        return rounds[0]
+    chosen = sorted(rounds, key=lambda figures: figures.total_s)[(len(rounds) - 1) // 2]
+    return dataclasses.replace(chosen, round_totals_s=tuple(r.total_s for r in rounds))
 
 
 def _timeout_s(job: BenchJob) -> float:
     """Far above the slowest expected run: N x 4D / C per plain run, twice over."""
     per_run = job.requests * 4 * job.delay_ms / 1000 / job.concurrency
-    return 120 + 4 * per_run * len(job.servers) * len(job.modes)
+    return 120 + 4 * per_run * len(job.servers) * len(job.modes) * job.rounds

@@ -72,7 +72,8 @@ def auto_concurrency(delay_ms: float, requests: int) -> int:
     wanted = requests * 4 * delay_ms / 1000 / PLAIN_RUN_BUDGET_S
     if wanted <= 1:
         return 1
-    return min(2 ** math.ceil(math.log2(wanted)), requests)
+    power: int = 2 ** math.ceil(math.log2(wanted))
+    return min(power, requests)
 
 
 def parse_delays(text: str) -> tuple[float, ...]:

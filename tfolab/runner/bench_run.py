@@ -3,9 +3,11 @@
 Rules: called only by the bench runner (bench_main.py), after the namespace and
 the delay are in place. Both servers listen with the same TCP_FASTOPEN queue
 and answer the same body. Every (server, mode) run is: one unmeasured warm-up
-request (with TFO it learns the cookie), then the TcpExt counters, then the
-measured requests by tfo-bench-client, then the counters again, so the deltas
-belong to the measured requests alone.
+request (with TFO it learns the cookie), then the TcpExt counters and the
+server's CPU time, then the measured requests by tfo-bench-client, then both
+again, so the deltas belong to the measured requests alone. With several
+rounds the servers alternate run by run, so a burst of load elsewhere on the
+machine hits both alike.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tfolab.core.errors import UserError
 from tfolab.runner import netstack
@@ -32,6 +35,7 @@ class BenchServers:
     """The servers of one delay, by name, and what stops them."""
 
     ports: dict[str, int] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
     running: list[EchoServer | NginxServer] = field(default_factory=list)
 
     def stop(self) -> None:
@@ -52,10 +56,12 @@ def start_servers(job: BenchJob, server_executable: str) -> BenchServers:
                 echo = start_server_process(bundled_server_args(server_executable))
                 servers.running.append(echo)
                 servers.ports[name] = echo.port
+                servers.pids[name] = echo.process.pid
             elif name == "nginx":
                 nginx = start_nginx(job.nginx, job.concurrency)
                 servers.running.append(nginx)
                 servers.ports[name] = nginx.port
+                servers.pids[name] = nginx.process.pid
             else:
                 raise UserError(f"unknown bench server {name!r}", "use tfolab or nginx")
     except BaseException:
@@ -119,35 +125,52 @@ def curl_check(ports: dict[str, int]) -> list[str]:
     return notes
 
 
+def cpu_ns(pid: int) -> int:
+    """CPU time a process has used so far, ns (the first field of /proc/PID/schedstat)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
 def run_bench(job: BenchJob, servers: BenchServers, client_executable: str, emit: Emit) -> None:
     for note in curl_check(servers.ports):
         emit(Note("bench", note))
-    for name, port in servers.ports.items():
-        for mode in job.modes:
-            # Unmeasured: a first request (cold code paths; with TFO it learns the cookie).
-            run_client(client_args(client_executable, port, mode, 1, 1), lambda _: None)
-            before = netstack.read_tcpext()
+    for round_number in range(1, job.rounds + 1):
+        for name, port in servers.ports.items():
+            for mode in job.modes:
+                emit(measure(job, name, port, mode, round_number, servers, client_executable, emit))
 
-            def progress(done: int, name: str = name, mode: str = mode) -> None:
-                emit(BenchProgress(name, mode, done, job.requests))
 
-            args = client_args(client_executable, port, mode, job.requests, job.concurrency)
-            result = run_client(args, progress)
-            after = netstack.read_tcpext()
-            latencies = result["latency_us"]
-            assert isinstance(latencies, list)
-            start, end = result["start_ns"], result["end_ns"]
-            assert isinstance(start, int) and isinstance(end, int)
-            acked = result["syn_data_acked"]
-            assert isinstance(acked, int)
-            emit(
-                BenchMeasured(
-                    server=name,
-                    mode=mode,
-                    concurrency=job.concurrency,
-                    total_ms=round((end - start) / 1e6, 3),
-                    latencies_us=[float(v) for v in latencies],
-                    syn_data_acked=acked,
-                    counters=netstack.counter_deltas(before, after),
-                )
-            )
+def measure(
+    job: BenchJob,
+    name: str,
+    port: int,
+    mode: str,
+    round_number: int,
+    servers: BenchServers,
+    client_executable: str,
+    emit: Emit,
+) -> BenchMeasured:
+    # Unmeasured: a first request (cold code paths; with TFO it learns the cookie).
+    run_client(client_args(client_executable, port, mode, 1, 1), lambda _: None)
+    before, cpu_before = netstack.read_tcpext(), cpu_ns(servers.pids[name])
+
+    def progress(done: int) -> None:
+        emit(BenchProgress(name, mode, done, job.requests))
+
+    args = client_args(client_executable, port, mode, job.requests, job.concurrency)
+    result = run_client(args, progress)
+    cpu_after, after = cpu_ns(servers.pids[name]), netstack.read_tcpext()
+    latencies, start, end = result["latency_us"], result["start_ns"], result["end_ns"]
+    acked = result["syn_data_acked"]
+    assert isinstance(latencies, list) and isinstance(acked, int)
+    assert isinstance(start, int) and isinstance(end, int)
+    return BenchMeasured(
+        server=name,
+        mode=mode,
+        concurrency=job.concurrency,
+        total_ms=round((end - start) / 1e6, 3),
+        latencies_us=[float(v) for v in latencies],
+        syn_data_acked=acked,
+        counters=netstack.counter_deltas(before, after),
+        round=round_number,
+        server_cpu_ms=round((cpu_after - cpu_before) / 1e6, 3),
+    )

@@ -121,7 +121,7 @@ def start_nginx(executable: str, concurrency: int) -> NginxServer:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=netns.child_dies_with_parent,  # noqa: PLW1509 - single-threaded runner
+        preexec_fn=netns.child_dies_with_parent,  # the runner is single-threaded
     )
     server = NginxServer(process, port, folder)
     deadline = time.monotonic() + READY_TIMEOUT_S

@@ -47,6 +47,7 @@ class BenchJob(msgspec.Struct, frozen=True):
     servers: tuple[str, ...]  # "tfolab" (the bundled server), "nginx"
     nginx: str = ""  # the nginx executable, where "nginx" is among the servers
     modes: tuple[str, ...] = ("plain", "tfo")
+    rounds: int = 1  # every (server, mode) run this many times, the servers alternating
 
     def to_json(self) -> str:
         return msgspec.json.encode(self).decode()
@@ -135,7 +136,8 @@ class BenchProgress(msgspec.Struct, frozen=True, tag="bench_progress", tag_field
 
 class BenchMeasured(msgspec.Struct, frozen=True, tag="bench_measured", tag_field="event"):
     """One bench run: every request's latency (connect start to the response's last
-    byte), the run's total time, and the TcpExt counter deltas around it."""
+    byte), the run's total time, the TcpExt counter deltas around it, and the CPU
+    time the server process used meanwhile (/proc/PID/schedstat)."""
 
     server: str
     mode: str
@@ -144,6 +146,8 @@ class BenchMeasured(msgspec.Struct, frozen=True, tag="bench_measured", tag_field
     latencies_us: list[float]
     syn_data_acked: int
     counters: dict[str, int]
+    round: int = 1
+    server_cpu_ms: float = 0.0
 
 
 class Done(msgspec.Struct, frozen=True, tag="done", tag_field="event"):
