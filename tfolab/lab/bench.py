@@ -12,10 +12,12 @@ the contract of `tfolab bench --json` (docs/DESIGN.md).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 
 from tfolab.core.errors import UserError
 from tfolab.lab.bench_plan import BenchPlan
@@ -25,6 +27,7 @@ from tfolab.runner.protocol import (
     BenchJob,
     BenchMeasured,
     BenchProgress,
+    Done,
     Failed,
     Note,
     Setup,
@@ -32,7 +35,7 @@ from tfolab.runner.protocol import (
 
 MODES = ("plain", "tfo")
 BUNDLED = "tfolab"
-ROUNDS_AT_ZERO = 5
+ROUNDS_AT_ZERO = 9
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class BenchRow:
     backend: str
     concurrency: int
     rounds: int = 1
+    late_ms: float = 0.0  # the delayer's median lateness per packet in this delay's run
     modes: dict[str, ModeFigures] = field(default_factory=dict)
     predicted_gain_pct: float | None = None
     predicted_from: str = ""
@@ -106,6 +110,7 @@ class BenchRow:
             "backend": self.backend,
             "concurrency": self.concurrency,
             "rounds": self.rounds,
+            "delayer_late_ms": self.late_ms,
             **{mode: figures.to_json() for mode, figures in self.modes.items()},
             "gain_pct": self.gain_pct,
             "predicted_gain_pct": self.predicted_gain_pct,
@@ -153,7 +158,7 @@ class BenchResult:
         cpu = self.cpu_term()
         for row in self.rows:
             row.predicted_gain_pct, row.predicted_from = predicted_gain_pct(
-                row.delay_ms, self.plan.requests, row.concurrency, cpu
+                row.delay_ms, self.plan.requests, row.concurrency, cpu, row.late_ms
             )
 
     def to_json(self) -> dict[str, object]:
@@ -171,6 +176,16 @@ class BenchResult:
             "results": [row.to_json() for row in self.rows],
             "server_vs_nginx": self.server_vs_nginx(),
         }
+
+
+@dataclass(frozen=True)
+class BenchGuide:
+    """The bench's guide (labs/bench.md, installed with tfolab; the bench is no lab file)."""
+
+    title: str = "Bench: 1024 requests with and without Fast Open"
+
+    def guide_text(self) -> str:
+        return (resources.files("tfolab.lab") / "labs" / "bench.md").read_text(encoding="utf-8")
 
 
 Progress = Callable[[float, str], None]
@@ -211,7 +226,7 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
     for delay in plan.delays:
         job = _job(plan, delay)
         runs: dict[tuple[str, str], list[ModeFigures]] = {}
-        backend = "none"
+        backend, late_ms = "none", 0.0
         report(finished, f"D = {delay:g} ms: setting up the namespace")
         async for event in client.stream_events(
             job, module="tfolab.runner.bench_main", timeout_s=_timeout_s(job)
@@ -232,8 +247,10 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
                 runs.setdefault((event.server, event.mode), []).append(_figures(event))
                 finished += 1
                 report(finished, _what(delay, event.server, event.mode, job.concurrency))
+            elif isinstance(event, Done):
+                late_ms = delayer_late_ms(event.delayer_stats)
         for name in plan.servers:
-            row = BenchRow(delay, name, backend, job.concurrency, job.rounds)
+            row = BenchRow(delay, name, backend, job.concurrency, job.rounds, late_ms)
             for mode in MODES:
                 if (name, mode) in runs:
                     row.modes[mode] = _median(runs[name, mode])
@@ -242,6 +259,16 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
     result.predict()
     result.runtime_s = time.monotonic() - started
     return result
+
+
+def delayer_late_ms(stats: str) -> float:
+    """The delayer's median lateness per packet (its statistics' JSON line), ms; 0 without."""
+    try:
+        data = json.loads(stats) if stats.startswith("{") else {}
+    except json.JSONDecodeError:
+        return 0.0
+    late = data.get("late_median_us", 0) if isinstance(data, dict) else 0
+    return float(late) / 1000 if isinstance(late, int | float) else 0.0
 
 
 def _what(delay: float, server: str, mode: str, concurrency: int) -> str:

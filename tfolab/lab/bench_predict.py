@@ -1,20 +1,24 @@
-"""The bench's predicted gain: the model's handshake timings plus a measured CPU term.
+"""The bench's predicted gain: the model's handshake timings plus two measured terms.
 
 What it is, exactly. The pure model (tfolab.model.simulate) gives the latency
-of one fresh-connection request at one-way delay D: plain 4D (SYN, SYN-ACK,
-the request after the handshake, the response), TFO with a cached cookie 2D
-(the request rides in the SYN). The model has no CPU: at D = 0 both are 0. The
-CPU term is measured: s = total time / N of the bundled server's run at D = 0
-(client, server and kernel together, per request, under load). With C requests
-in flight, N requests take
+of one fresh-connection request at one-way delay D and the packets on its
+critical path: plain 4D over 4 packets (SYN, SYN-ACK, the request after the
+handshake, the response), TFO with a cached cookie 2D over 2 (the request
+rides in the SYN). The model has no CPU and an exact link. Two terms measured
+in the same bench fill that in:
 
-    N x max((model(D) + s) / C, s)
+- s, the CPU per request: total time / N of the bundled server's run at D = 0
+  (client, server and kernel together, under load), plain and TFO apiece;
+- the delay backend's lateness per packet (the delayer's own median, from its
+  statistics; 0 for netem and at D = 0).
 
-(latency-bound when C requests share one round trip, CPU-bound when not), and
-the predicted gain is plain / TFO - 1, as the field report computed it. At
-D = 0 that is the CPU term alone, that is the measured gain itself ("cpu");
-without a D = 0 run there is no CPU term and the prediction is the model's
-alone ("model"). Pure: no I/O, no clock.
+The C requests in flight start together and their answers arrive together,
+so each round trip's batch is handled one request after another: N requests
+take N x ((model(D) + packets x lateness) / C + s). The predicted gain is
+plain / TFO - 1, as the field report computed it. At D = 0 that is s_plain /
+s_tfo - 1, the measured gain itself ("cpu"); without a D = 0 run there is no
+CPU term and the prediction is the model's alone ("model"). Pure: no I/O, no
+clock.
 """
 
 from __future__ import annotations
@@ -38,8 +42,9 @@ class CpuTerm:
 
 
 @cache
-def model_latency_ms(delay_ms: float, fastopen: bool) -> float:
-    """The model's connect-to-response time of one fresh request at one-way delay D."""
+def model_path(delay_ms: float, fastopen: bool) -> tuple[float, int]:
+    """The model's connect-to-response time of one fresh request at one-way delay D,
+    and the number of packets on its critical path."""
     config = ScenarioConfig(
         pattern="rr",
         client_fastopen="sendto" if fastopen else "off",
@@ -51,23 +56,35 @@ def model_latency_ms(delay_ms: float, fastopen: bool) -> float:
     simulation = simulate(
         config, one_way_delay_ms=delay_ms, iterations=1, accuracy=Accuracy(host_overhead_ms=0.0)
     )
-    return simulation.predictions[0].predicted_ms
+    prediction = simulation.predictions[0]
+    return prediction.predicted_ms, prediction.packets_on_path
 
 
 def predicted_total_s(
-    delay_ms: float, fastopen: bool, requests: int, concurrency: int, cpu_s: float
+    delay_ms: float,
+    fastopen: bool,
+    requests: int,
+    concurrency: int,
+    cpu_s: float,
+    late_ms: float = 0.0,
 ) -> float:
-    latency_s = model_latency_ms(delay_ms, fastopen) / 1000 + cpu_s
-    return requests * max(latency_s / concurrency, cpu_s)
+    """N requests, C in flight: the model's path plus the lateness, then the CPU term."""
+    path_ms, packets = model_path(delay_ms, fastopen)
+    round_trip_s = (path_ms + packets * late_ms) / 1000
+    return requests * (round_trip_s / concurrency + cpu_s)
 
 
 def predicted_gain_pct(
-    delay_ms: float, requests: int, concurrency: int, cpu: CpuTerm | None
+    delay_ms: float,
+    requests: int,
+    concurrency: int,
+    cpu: CpuTerm | None,
+    late_ms: float = 0.0,
 ) -> tuple[float | None, str]:
     """(the predicted gain in %, or None where nothing predicts it; what it rests on)."""
     plain_cpu, tfo_cpu = (cpu.plain_s, cpu.tfo_s) if cpu is not None else (0.0, 0.0)
-    plain = predicted_total_s(delay_ms, False, requests, concurrency, plain_cpu)
-    tfo = predicted_total_s(delay_ms, True, requests, concurrency, tfo_cpu)
+    plain = predicted_total_s(delay_ms, False, requests, concurrency, plain_cpu, late_ms)
+    tfo = predicted_total_s(delay_ms, True, requests, concurrency, tfo_cpu, late_ms)
     if tfo <= 0:
         return None, "none: no delay and no CPU term"
     basis = "model" if cpu is None else "cpu" if delay_ms == 0 else "model+cpu"
