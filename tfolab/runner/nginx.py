@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfolab.core.errors import UserError
-from tfolab.runner import netns
 
 # The bundled server's answer body (native/src/lib/http.c, HTTP_BODY): nginx returns
 # the same bytes, so both send the same payload and differ only in their headers.
@@ -112,6 +111,8 @@ def free_port() -> int:
 
 def start_nginx(executable: str, concurrency: int) -> NginxServer:
     """Start nginx in this namespace and wait until it accepts connections."""
+    from tfolab.runner import netns  # loads libc through ctypes: only where nginx starts
+
     folder = tempfile.TemporaryDirectory(prefix="tfolab-nginx-")
     path = Path(folder.name)
     port = free_port()

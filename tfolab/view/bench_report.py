@@ -171,7 +171,7 @@ def draw_gain(p: PlotTarget, result: BenchResult) -> None:
         p.plot(series.x, series.y, label=series.label, marker="hd")
     p.xticks(list(range(len(labels))), labels)
     p.hline(100.0)
-    p.title("TFO gain (plain/TFO - 1) vs RTT; the line is 100%")
+    p.title("TFO gain vs RTT")
     p.xlabel("RTT ms")
     p.ylabel("gain %")
 
@@ -179,11 +179,8 @@ def draw_gain(p: PlotTarget, result: BenchResult) -> None:
 def draw_latency(p: PlotTarget, row: BenchRow, bins: int = 40) -> None:
     for series in latency_series(row):
         p.hist(series.y, bins, label=series.label)
-    p.title(
-        f"per-request latency, {row.server} at RTT {2 * row.delay_ms:g} ms, "
-        f"{row.concurrency} in flight"
-    )
-    p.xlabel("ms from connect()/sendto() to the response's last byte")
+    p.title(f"latency: {row.server}, RTT {2 * row.delay_ms:g} ms, C {row.concurrency}")
+    p.xlabel("ms, connect() to the response's last byte")
     p.ylabel("requests")
 
 

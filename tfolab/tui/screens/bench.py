@@ -75,6 +75,8 @@ class BenchScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # The keys (r, l, g) work from the start; Tab reaches the fields.
+        self.query_one("#bench-run", Button).focus()
         if self.result is not None:
             self.show_result(self.result)
         else:
