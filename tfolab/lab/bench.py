@@ -35,7 +35,7 @@ from tfolab.runner.protocol import (
 
 MODES = ("plain", "tfo")
 BUNDLED = "tfolab"
-ROUNDS_AT_ZERO = 9
+ROUNDS_AT_ZERO = 15
 
 
 @dataclass(frozen=True)
