@@ -2,7 +2,8 @@
 
 Configures and builds native/ with -DTFOLAB_SANITIZE=ON into a temporary
 directory, then drives the server and client executables (rr, wwr, TFO, http,
-an overlong line, bad input) inside a namespace and checks stderr for any
+the bench client's concurrent GETs plain and TFO, an overlong line, bad input)
+inside a namespace and checks stderr for any
 sanitizer report. Leak checking is on: the server exits through SIGTERM.
 """
 
@@ -47,7 +48,7 @@ def sanitized_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert configure.returncode == 0, configure.stderr
     compiled = subprocess.run(
         [cmake, "--build", str(build), "--target", "tfo-echo-server", "tfo-echo-client",
-         "--parallel", str(os.cpu_count() or 2)],
+         "tfo-bench-client", "--parallel", str(os.cpu_count() or 2)],
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert compiled.returncode == 0, compiled.stdout[-3000:] + compiled.stderr[-3000:]
@@ -91,6 +92,20 @@ def _sanitized_session(build: Path) -> None:
     http_count, _, same, err = pipelined_body(server_exe, env)
     assert http_count == 2000 and same and no_sanitizer_report(err), err
 
+    bench_exe = build / "tfo-bench-client"
+    with echo_server(
+        "--mode", "http", "--tfo", "256", executable=server_exe, env=env
+    ) as (server, port):  # fmt: skip
+        for flags in ((), ("--tfo",)):
+            _check(
+                run([str(bench_exe), "--connect", f"127.0.0.1:{port}", "--requests", "300",
+                     "--concurrency", "16", "--progress", "50", *flags], env=env),
+                0,
+            )  # fmt: skip
+        code, err = stop(server)
+        assert code == 0 and no_sanitizer_report(err), err
+    _check(run([str(bench_exe), "--connect", f"127.0.0.1:{port}"], env=env), 1)  # refused
+
     with echo_server("--mode", "http", executable=server_exe, env=env) as (server, port):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         for method in ("GET", "HEAD", "POST"):
@@ -118,6 +133,9 @@ def _sanitized_bad_input(build: Path) -> None:
     _check(run([client_exe, "--connect", f"127.0.0.1:{port}"], env=env), 1)  # refused
     for args in (["--frob"], ["--port"], ["--bind", "1.2.3"], ["--mode", "x" * 3000]):
         _check(run([server_exe, *args], env=env), 2)
+    bench_exe = str(build / "tfo-bench-client")
+    for args in (["--requests", "0"], ["--connect", "x" * 3000], ["--concurrency", "-1"]):
+        _check(run([bench_exe, *args], env=env), 2)
     for args in (
         ["--connect", "127.0.0.1:1", "--payload", "1048577"],
         ["--connect", "[::1]x"],

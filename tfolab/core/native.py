@@ -43,7 +43,7 @@ MAX_PAYLOAD = 1024 * 1024
 MAX_SAMPLES = 100_000
 MAX_WRITES = 2
 LIBRARY_NAME = "libtfolab.so"
-EXECUTABLES = ("tfo-echo-server", "tfo-echo-client", "tfo-delay")
+EXECUTABLES = ("tfo-echo-server", "tfo-echo-client", "tfo-bench-client", "tfo-delay")
 _ERR_LEN = 256
 _FIX = "reinstall with `pip install -e .`"
 
@@ -264,7 +264,7 @@ def library_path() -> Path:
 
 
 def executable_path(name: str) -> Path:
-    """Path of a built executable: "tfo-echo-server", "tfo-echo-client" or "tfo-delay"."""
+    """Path of a built executable: one of EXECUTABLES (tfo-echo-server, tfo-bench-client...)."""
     if name not in EXECUTABLES:
         raise ValueError(f"unknown native executable {name!r}: expected one of {EXECUTABLES}")
     path = _native_dir() / name

@@ -16,16 +16,22 @@ from collections.abc import AsyncIterator
 import msgspec
 
 from tfolab.core.errors import UserError
-from tfolab.runner.protocol import Done, Event, Failed, Job, decode_event
+from tfolab.runner.protocol import BenchJob, Done, Event, Failed, Job, decode_event
 
 
-async def stream_events(job: Job, *, timeout_s: float = 600.0) -> AsyncIterator[Event]:
-    """Yield the runner's events; the last one is Done or Failed."""
+async def stream_events(
+    job: Job | BenchJob, *, timeout_s: float = 600.0, module: str = "tfolab.runner"
+) -> AsyncIterator[Event]:
+    """Yield the runner's events; the last one is Done or Failed.
+
+    `module` is the runner's entry point: `tfolab.runner` for a lab's Job,
+    `tfolab.runner.bench_main` for one delay of the bench (a BenchJob).
+    """
     try:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "tfolab.runner",
+            module,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -55,6 +55,13 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
+def child_dies_with_parent() -> None:
+    """A `preexec_fn` for programs without --die-with-parent (nginx): SIGKILL them when
+    the process that started them dies. PR_SET_PDEATHSIG survives the exec."""
+    if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        os._exit(127)
+
+
 def enter_new_netns() -> str:
     """Unshare into a new network namespace; returns how ("root" or "user namespace")."""
     uid, gid = os.geteuid(), os.getegid()

@@ -37,6 +37,26 @@ class Job(msgspec.Struct, frozen=True):
         return msgspec.json.decode(text, type=Job)
 
 
+class BenchJob(msgspec.Struct, frozen=True):
+    """One delay of `tfolab bench`: N fresh HTTP GETs per server and mode, C in flight."""
+
+    delay_ms: float
+    backend: str
+    requests: int
+    concurrency: int
+    servers: tuple[str, ...]  # "tfolab" (the bundled server), "nginx"
+    nginx: str = ""  # the nginx executable, where "nginx" is among the servers
+    modes: tuple[str, ...] = ("plain", "tfo")
+    rounds: int = 1  # every (server, mode) run this many times, the servers alternating
+
+    def to_json(self) -> str:
+        return msgspec.json.encode(self).decode()
+
+    @staticmethod
+    def from_json(text: str | bytes) -> BenchJob:
+        return msgspec.json.decode(text, type=BenchJob)
+
+
 class Setup(msgspec.Struct, frozen=True, tag="setup", tag_field="event"):
     """The lab network is up: namespace, delay backend, the first server ready.
 
@@ -125,6 +145,31 @@ class Counters(msgspec.Struct, frozen=True, tag="counters", tag_field="event"):
     app_requests: int | None = None
 
 
+class BenchProgress(msgspec.Struct, frozen=True, tag="bench_progress", tag_field="event"):
+    """Requests of one bench run answered so far (server, mode)."""
+
+    server: str
+    mode: str
+    done: int
+    requests: int
+
+
+class BenchMeasured(msgspec.Struct, frozen=True, tag="bench_measured", tag_field="event"):
+    """One bench run: every request's latency (connect start to the response's last
+    byte), the run's total time, the TcpExt counter deltas around it, and the CPU
+    time the server process used meanwhile (/proc/PID/schedstat)."""
+
+    server: str
+    mode: str
+    concurrency: int
+    total_ms: float
+    latencies_us: list[float]
+    syn_data_acked: int
+    counters: dict[str, int]
+    round: int = 1
+    server_cpu_ms: float = 0.0
+
+
 class Done(msgspec.Struct, frozen=True, tag="done", tag_field="event"):
     delayer_stats: str = ""
 
@@ -145,6 +190,8 @@ Event = (
     | Iteration
     | Captured
     | Counters
+    | BenchProgress
+    | BenchMeasured
     | Done
     | Failed
 )

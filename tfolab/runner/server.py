@@ -96,9 +96,12 @@ class EchoServer:
 
 
 def start_server(executable: str, config: ScenarioConfig) -> EchoServer:
-    process = subprocess.Popen(
-        server_args(executable, config), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return start_server_process(server_args(executable, config))
+
+
+def start_server_process(args: list[str]) -> EchoServer:
+    """Start tfo-echo-server with these arguments and wait for its READY line."""
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)

@@ -32,6 +32,7 @@ class TfolabApp(App[None]):
     COMMANDS = App.COMMANDS | {LabCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
+        Binding("b", "bench", "Bench"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -75,6 +76,13 @@ class TfolabApp(App[None]):
         if isinstance(self.screen, LabScreen):
             self.pop_screen()
         self.push_screen(LabScreen(lab, scenario))
+
+    def action_bench(self) -> None:
+        """The bench screen (`tfolab bench` in the UI), once on the stack."""
+        from tfolab.tui.screens.bench import BenchScreen
+
+        if not isinstance(self.screen, BenchScreen):
+            self.push_screen(BenchScreen())
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

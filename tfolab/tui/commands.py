@@ -1,7 +1,7 @@
-"""Command palette entries: open any lab or any scenario by typing its name.
+"""Command palette entries: open any lab or any scenario by typing its name, or the bench.
 
 Rules: built from the app's loaded labs, nothing else; each command calls
-App.open_lab, the one way to open a lab.
+App.open_lab, the one way to open a lab (the bench: App.action_bench).
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tfolab.tui.context import tfolab_app
+
+BENCH_TEXT = "Open the bench: 1024 requests with and without Fast Open"
+BENCH_HELP = "gain vs RTT, measured beside the model and nginx"
 
 
 class LabCommands(Provider):
@@ -30,6 +33,7 @@ class LabCommands(Provider):
         return commands
 
     async def discover(self) -> Hits:
+        yield DiscoveryHit(BENCH_TEXT, tfolab_app(self).action_bench, help=BENCH_HELP)
         for text, help_text, lab, scenario in self._commands():
             yield DiscoveryHit(
                 text, partial(tfolab_app(self).open_lab, lab, scenario), help=help_text
@@ -37,6 +41,10 @@ class LabCommands(Provider):
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
+        if (score := matcher.match(BENCH_TEXT)) > 0:
+            yield Hit(
+                score, matcher.highlight(BENCH_TEXT), tfolab_app(self).action_bench, help=BENCH_HELP
+            )
         for text, help_text, lab, scenario in self._commands():
             score = matcher.match(text)
             if score > 0:

@@ -277,6 +277,19 @@ static int read_once(struct server *srv, struct conn *c)
     return cfg->mode == TFL_MODE_LINE ? process_lines(srv, c) : process_http(srv, c);
 }
 
+/* The epoll interest a connection needs now: read unless closing or backed up, write
+ * while a reply waits. */
+static uint32_t interest(const struct conn *c)
+{
+    size_t pending = c->out.len - c->out_off;
+    uint32_t want = 0;
+    if (!c->closing && pending < OUT_HIGH)
+        want |= EPOLLIN;
+    if (pending > 0)
+        want |= EPOLLOUT;
+    return want;
+}
+
 static void handle_conn(struct server *srv, struct conn *c, uint32_t events)
 {
     if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->read_eof &&
@@ -297,12 +310,7 @@ static void handle_conn(struct server *srv, struct conn *c, uint32_t events)
         conn_close(srv, c); /* reset while we were not reading */
         return;
     }
-    uint32_t want = 0;
-    if (!c->closing && pending < OUT_HIGH)
-        want |= EPOLLIN;
-    if (pending > 0)
-        want |= EPOLLOUT;
-    int rc = set_interest(srv, c->fd, c, &c->events, want);
+    int rc = set_interest(srv, c->fd, c, &c->events, interest(c));
     if (rc != 0) {
         log_drop(c, tfl_errno_name(rc));
         conn_close(srv, c);
@@ -318,7 +326,6 @@ static void add_conn(struct server *srv, int fd)
         return;
     }
     c->fd = fd;
-    c->events = EPOLLIN;
     srv->stats->accepted++;
     c->next = srv->conns;
     if (srv->conns)
@@ -332,7 +339,22 @@ static void add_conn(struct server *srv, int fd)
             return;
         }
     }
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    if (srv->cfg->mode == TFL_MODE_HTTP) {
+        /* A request often arrives with its connection (TCP Fast Open puts it in the
+         * SYN): answer it now instead of waiting for epoll to report it, and a
+         * connection served whole here never enters the epoll set at all. */
+        c->events = EPOLLIN; /* read_once may read */
+        if (read_once(srv, c) != 0 || flush_out(c) != 0) {
+            conn_close(srv, c);
+            return;
+        }
+        if (c->closing && c->out.len == c->out_off) {
+            conn_close(srv, c);
+            return;
+        }
+    }
+    c->events = interest(c);
+    struct epoll_event ev = {.events = c->events, .data.ptr = c};
     if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         log_drop(c, tfl_errno_name(errno));
         conn_close(srv, c);
@@ -487,6 +509,9 @@ int tfl_server_listen(const struct tfl_server_config *cfg, int *port_out, char *
     else if (cfg->tfo_qlen > 0 &&
              setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN, &cfg->tfo_qlen, sizeof cfg->tfo_qlen) != 0)
         call = "setsockopt(TCP_FASTOPEN)";
+    else if (cfg->mode == TFL_MODE_HTTP &&
+             setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof one) != 0)
+        call = "setsockopt(TCP_DEFER_ACCEPT)";
     else if (bind(fd, (struct sockaddr *)&addr, addrlen) != 0)
         call = "bind";
     else if (listen(fd, SOMAXCONN) != 0)

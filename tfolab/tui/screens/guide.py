@@ -5,7 +5,7 @@ Rules: read-only; the text is the lab's guide file, as the start screen shows it
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -13,7 +13,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown, Static
 
-from tfolab.lab.catalog import Lab
+
+class HasGuide(Protocol):
+    """A lab, or the bench: a title and a Markdown guide."""
+
+    @property
+    def title(self) -> str: ...
+
+    def guide_text(self) -> str: ...
 
 
 class GuideScreen(ModalScreen[None]):
@@ -23,7 +30,7 @@ class GuideScreen(ModalScreen[None]):
         Binding("k,up", "scroll(-1)", "Up", show=False),
     ]
 
-    def __init__(self, lab: Lab) -> None:
+    def __init__(self, lab: HasGuide) -> None:
         super().__init__()
         self.lab = lab
 

@@ -19,6 +19,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("Anywhere", "?", "this help"),
     ("Anywhere", "ctrl+p", "command palette: open any lab or scenario"),
     ("Anywhere", "q / ctrl+q", "quit"),
+    ("Anywhere", "b", "the bench: requests with and without Fast Open, per delay"),
     ("Start", "↑ ↓ / Enter", "choose a scenario, open it (Enter on a lab: its first scenario)"),
     ("Start", "g / l", "move to the guide / back to the labs"),
     ("Lab", "n / →", "next step"),
@@ -34,6 +35,10 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("Lab", "tab", "move between ladder, delay, scenario, switches"),
     ("Lab", "click", "a row of the ladder selects that step"),
     ("Lab", "esc", "leave a field; then back to the labs"),
+    ("Bench", "r", "run the bench with the settings on the left"),
+    ("Bench", "l", "latency distribution: the next delay and server"),
+    ("Bench", "g", "the bench's guide"),
+    ("Bench", "esc", "leave a field; then back"),
 )
 
 

@@ -1,0 +1,84 @@
+"""The bench's runner process: `python -m tfolab.runner.bench_main` reads one BenchJob
+(one delay) on stdin, runs it in a fresh network namespace, writes JSON-line events.
+
+Rules: as the lab runner (tfolab/runner/__main__.py): it dies with its parent and
+everything it starts dies with it (the servers by --die-with-parent, nginx by
+PR_SET_PDEATHSIG, the namespace with its last process); errors the user can fix
+become one "error" event and exit code 2. The bench's processes stay on normal
+scheduling: at D = 0 it is CPU-bound, and real-time client and servers would
+starve the kernel's softirq threads (the delayer keeps its own real-time
+priority, so the delay stays exact).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from tfolab.core import kernel, native
+from tfolab.core.errors import UserError
+from tfolab.runner import netns, netstack
+from tfolab.runner.backends import BACKENDS, REINSTALL_FIX, InstalledDelay, install_delay
+from tfolab.runner.bench_run import run_bench, start_servers
+from tfolab.runner.protocol import BenchJob, Done, Event, Failed, Setup, encode_event
+
+FASTOPEN_SYSCTL = 3  # client and server Fast Open with cookies (the default of a host)
+
+
+def emit(event: Event) -> None:
+    sys.stdout.write(encode_event(event) + "\n")
+    sys.stdout.flush()
+
+
+def configure(backend: str) -> None:
+    netstack.write_sysctl("net.ipv4.tcp_fastopen", FASTOPEN_SYSCTL)
+    netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
+    # NFQUEUE needs autocorking off to time like netem (backends/nfqueue.py).
+    netstack.write_sysctl("net.ipv4.tcp_autocorking", int(not BACKENDS[backend].autocorking_off))
+
+
+def main() -> int:
+    started = time.monotonic()
+    netns.die_with_parent()
+    job = BenchJob.from_json(sys.stdin.read())
+    delay: InstalledDelay | None = None
+    try:
+        server = str(native.executable_path("tfo-echo-server"))
+        client = str(native.executable_path("tfo-bench-client"))
+        delayer = native.optional_executable("tfo-delay")
+        how = netns.enter_new_netns()
+        netns.set_loopback(True)
+        delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
+        configure(delay.backend)
+        servers = start_servers(job, server)
+        try:
+            emit(
+                Setup(
+                    backend=delay.backend,
+                    delay_ms=delay.delay_ms,
+                    namespace=how,
+                    kernel=kernel.kernel_release(),
+                    notes=[*delay.notes, "bench processes on normal scheduling"],
+                    setup_ms=round((time.monotonic() - started) * 1000, 1),
+                    capture="the bench captures no packets",
+                    realtime=False,
+                )
+            )
+            run_bench(job, servers, client, emit)
+        finally:
+            servers.stop()
+        emit(Done(delayer_stats=delay.stop()))
+        return 0
+    except UserError as err:
+        emit(Failed(err.reason, err.fix))
+        return 2
+    except native.NativeError as err:
+        emit(Failed(str(err), REINSTALL_FIX))
+        return 2
+    finally:
+        if delay is not None:
+            delay.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
