@@ -16,11 +16,11 @@ from importlib import metadata
 from types import ModuleType
 from typing import NoReturn
 
-from tfolab.cli import doctor, listing, run, simulate
+from tfolab.cli import doctor, grade, listing, run, simulate
 from tfolab.cli.common import labs_dir_argument
 from tfolab.core.errors import UserError
 
-COMMANDS: tuple[ModuleType, ...] = (listing, doctor, simulate, run)
+COMMANDS: tuple[ModuleType, ...] = (listing, doctor, simulate, run, grade)
 
 
 class _Parser(argparse.ArgumentParser):
