@@ -1,21 +1,32 @@
-"""The pure ladder layout, on the real model's timelines."""
+"""The pure ladder layout, on the real model's timelines: scale, lanes, labels, nothing cut."""
 
 from __future__ import annotations
 
+import pytest
+
 from tfolab.lab import session
-from tfolab.lab.catalog import find_lab
+from tfolab.lab.catalog import find_lab, load_labs
 from tfolab.model.events import Segment
-from tfolab.view.ladder_layout import MAX_GAP_ROWS, choose_scale, fit_label, layout
+from tfolab.view.captured import ladder_content
+from tfolab.view.focus import headline_only, iteration_starts
+from tfolab.view.ladder_labels import fit_label, label_variants, option_variants, side_lines
+from tfolab.view.ladder_layout import choose_scale, layout
+
+# The ladder's width inside the UI: 120x36 with the side panel, 80x24 with it folded.
+WIDTHS = (86, 77)
+
+
+def result_of(lab: str, scenario: str, delay_ms: float, iterations: int | None = None):
+    found = find_lab(lab)
+    return session.predict(found, session.plan(found, scenario, iterations), delay_ms, hz=250)
 
 
 def timeline(lab: str, scenario: str, delay_ms: float, iterations: int = 1):
-    found = find_lab(lab)
-    result = session.predict(found, session.plan(found, scenario, iterations), delay_ms, hz=250)
-    return result.scenarios[0].simulation.events
+    return result_of(lab, scenario, delay_ms, iterations).scenarios[0].simulation.events
 
 
-def text_of(ladder) -> list[str]:
-    return ["".join(char for char, _, _ in row) for row in ladder.rows]
+def every_scenario() -> list[tuple[str, str]]:
+    return [(lab.name, s.name) for lab in load_labs() for s in lab.scenarios]
 
 
 def test_scale_puts_a_one_way_trip_on_about_five_rows() -> None:
@@ -25,44 +36,121 @@ def test_scale_puts_a_one_way_trip_on_about_five_rows() -> None:
     assert 10 / choose_scale(100) <= 5 * 10
 
 
-def test_every_segment_is_an_arrow_from_send_row_to_arrival_row() -> None:
-    events = timeline("fastopen", "cookie-request", 10)
-    ladder = layout(events, 70, 10)
-    rows = text_of(ladder)
+@pytest.mark.parametrize(("lab", "scenario"), every_scenario())
+@pytest.mark.parametrize("delay", [10, 0.25, 75, 300])
+def test_the_scale_holds_for_every_arrow(lab: str, scenario: str, delay: float) -> None:
+    """An arrow covers exactly its flight at the stated scale: nothing stretches it."""
+    events = timeline(lab, scenario, delay, iterations=2)
+    ladder = layout(events, 86, delay)
+    scale = ladder.scale_ms
+    rows = ladder.text()
     for index, event in enumerate(events):
-        first, last = ladder.event_rows[index]
-        if isinstance(event, Segment):
-            head = "▶" if event.sender == "client" else "◀"
-            assert head in rows[last], (event.label(), rows[last])
-            assert last > first  # to scale, or pushed down a little where events crowd
-    assert any("SYN seq=0 TFO req" in row for row in rows)
-    assert any("TFO cookie" in row for row in rows)
+        if not isinstance(event, Segment):
+            continue
+        first, last = ladder.arrow_rows[index]
+        assert last - first == round((event.arrived_ms - event.sent_ms) / scale), event.label()
+        head = "▶" if event.sender == "client" else "◀"
+        x = ladder.geometry.server_x - 1 if head == "▶" else ladder.geometry.client_x + 1
+        assert rows[last][x] == head, (event.label(), rows[last])
+        assert ladder.rows[last][x][2] == index  # its own head, not another arrow's
+
+
+def test_simultaneous_arrows_take_lanes_without_sharing_strokes() -> None:
+    events = timeline("handshake", "plain", 10)
+    ladder = layout(events, 86, 10)
+    owners: dict[tuple[int, int], int] = {}
+    for r, row in enumerate(ladder.rows):
+        for x, (char, role, owner) in enumerate(row):
+            if role in ("client", "server") and char in "─╭╮╰╯":
+                owners[(r, x)] = owner
+    # The server's ACK and its response leave together: two lanes, two visible arrows.
+    both = [
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, Segment) and e.sender == "server" and e.iteration == 1 and e.sent_ms == 30
+    ]
+    assert len(both) == 2
+    assert all(sum(1 for o in owners.values() if o == i) >= 10 for i in both)
+    first_rows = {ladder.arrow_rows[i][0] for i in both}
+    assert len(first_rows) == 2  # one lane each
+
+
+@pytest.mark.parametrize(("lab", "scenario"), every_scenario())
+@pytest.mark.parametrize("width", WIDTHS)
+def test_nothing_is_cut(lab: str, scenario: str, width: int) -> None:
+    result = result_of(lab, scenario, 10)
+    for content in (
+        ladder_content(result, "model"),
+        headline_only(ladder_content(result, "model"), result.scenarios[0]),
+    ):
+        ladder = layout(content.events, width, 10, content.markers)
+        assert not [row for row in ladder.text() if "…" in row]
+        assert all(len(row) == width for row in ladder.text())
+
+
+def test_labels_drop_fields_in_order() -> None:
+    events = timeline("fastopen", "cookie", 10)
+    syn = next(e for e in events if isinstance(e, Segment) and e.flags == ("SYN",) and e.length)
+    assert label_variants(syn) == [
+        "SYN seq=0 len=16 TFO cookie",
+        "SYN len=16 TFO cookie",
+        "SYN len=16",
+    ]
+    assert fit_label("SYN,ACK seq=0 ack=1 TFO cookie", 26) == "SYN,ACK ack=1 TFO cookie"
+    assert fit_label("SYN,ACK seq=0 ack=1 TFO cookie", 10) == "SYN,ACK a…"
+
+
+def test_the_syn_options_are_readable_in_the_handshake() -> None:
+    events = timeline("handshake", "plain", 10)
+    syn = next(e for e in events if isinstance(e, Segment) and e.flags == ("SYN",))
+    assert option_variants(syn) == ["mss 65495 sackOK TS wscale 10", "mss 65495 sack TS ws 10"]
+    for width in WIDTHS:
+        text = "\n".join(layout(events, width, 10).text())
+        assert "mss 65495 sackOK TS wscale 10" in text or "mss 65495 sack TS ws 10" in text
+
+
+def test_long_notes_wrap_or_show_their_head() -> None:
+    note = "• enters pingpong (interactive) mode: it sent data within ato of receiving data"
+    assert side_lines(note, 19, is_note=True) == ["• enters pingpong", "(interactive) mode"]
+    assert side_lines("read() 16 B, first response byte", 19) == [
+        "read() 16 B, first",
+        "response byte",
+    ]
 
 
 def test_the_delayed_ack_timer_is_a_visible_break() -> None:
     events = timeline("delack", "nagle", 10, iterations=2)
-    ladder = layout(events, 70, 10)
-    rows = text_of(ladder)
+    ladder = layout(events, 86, 10)
+    rows = ladder.text()
     assert ladder.breaks >= 1
     assert any("≈ 43.2 ms later" in row for row in rows)
     assert any("delack fired" in row for row in rows)
     assert "gaps over" in ladder.scale_text()
-    assert ladder.height < 2 * (170 / 2)  # compressed, not 1 row per 2 ms throughout
-    assert MAX_GAP_ROWS * 2 < 43.2
+    assert ladder.height < 170 / 2
 
 
 def test_markers_and_narrow_widths() -> None:
     events = timeline("handshake", "plain", 10)
     read = max(i for i, e in enumerate(events) if getattr(e, "call", "") == "read")
-    ladder = layout(events, 56, 10, {read: "▲ measured 41.7 ms"})
-    rows = text_of(ladder)
-    assert any("▲ measured 41.7 ms" in row for row in rows)
-    assert all(len(row) == ladder.geometry.width for row in rows)
+    for width in WIDTHS:
+        ladder = layout(events, width, 10, {read: "▲ measured 41.7 ms"})
+        text = " ".join(row.strip("│ ") for row in ladder.text())
+        assert "▲ measured 41.7" in text
     narrow = layout(events, 30, 10)
-    assert all(len(row) == narrow.geometry.width for row in text_of(narrow))
+    assert all(len(row) == narrow.geometry.width for row in narrow.text())
 
 
-def test_fit_label_drops_seq_before_cutting() -> None:
-    assert fit_label("SYN,ACK seq=0 ack=1 TFO cookie", 30) == "SYN,ACK seq=0 ack=1 TFO cookie"
-    assert fit_label("SYN,ACK seq=0 ack=1 TFO cookie", 26) == "SYN,ACK ack=1 TFO cookie"
-    assert fit_label("SYN,ACK seq=0 ack=1 TFO cookie", 10) == "SYN,ACK a…"
+def test_headline_only_hides_warm_up_close_down_and_side_notes() -> None:
+    result = result_of("fastopen", "cookie", 10)
+    scenario = result.scenarios[0]
+    full = ladder_content(result, "model")
+    focused = headline_only(full, scenario)
+    assert 0 < len(focused.events) < len(full.events) / 2
+    assert all(e.iteration >= 1 for e in focused.events)
+    labels = [e.label() for e in focused.events if isinstance(e, Segment)]
+    assert not any("FIN" in label for label in labels)
+    assert "SYN seq=0 len=16 TFO cookie" in labels
+    path_ids = {i for p in scenario.simulation.predictions for i in p.path}
+    assert all(e.id in path_ids for e in focused.events if type(e).__name__ == "Note")
+    assert set(iteration_starts(focused.events)) == {1, 2, 3}
+    assert focused.path and max(focused.path) < len(focused.events)

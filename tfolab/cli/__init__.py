@@ -16,11 +16,11 @@ from importlib import metadata
 from types import ModuleType
 from typing import NoReturn
 
-from tfolab.cli import bench, doctor, listing, run, serve, simulate
+from tfolab.cli import bench, doctor, grade, listing, run, serve, simulate
 from tfolab.cli.common import labs_dir_argument
 from tfolab.core.errors import UserError
 
-COMMANDS: tuple[ModuleType, ...] = (listing, doctor, simulate, run, bench, serve)
+COMMANDS: tuple[ModuleType, ...] = (listing, doctor, simulate, run, bench, serve, grade)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,6 +35,11 @@ lab files:
   TFOLAB_LABS_DIR=DIR, reads them from DIR instead (--labs-dir wins). A lab
   file that does not load is listed by `tfolab list` as BROKEN, with the file,
   line and problem; the other labs still work.
+
+predictions:
+  Without --demo the UI asks for predictions before it shows a scenario's
+  ladder, and grades them. Graded attempts are saved as JSON in the folder
+  given in the UI, or $TFOLAB_RESULTS_DIR; `tfolab grade DIR` summarises them.
 
 exit codes: 0 done, 1 a measurement fell outside its predicted band,
   2 bad input or an unusable machine (one line on stderr: `tfolab: ...`).
@@ -58,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="the UI without predictions first (for teachers who demonstrate)",
+    )
     labs_dir_argument(parser, top=True)
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     for command in COMMANDS:
@@ -99,4 +109,4 @@ def _tui(args: argparse.Namespace) -> int:
     if args.labs_dir is not None:
         # The UI loads its labs itself: the variable is how it learns the folder.
         os.environ[LABS_DIR_ENV] = str(args.labs_dir)
-    return run_app()
+    return run_app(demo=args.demo)

@@ -2,7 +2,8 @@
 
 A lab file has a `[lab]` table (name, title, summary, guide, order, headline),
 a `[defaults]` table of scenario settings, and `[[scenario]]` tables (name,
-summary, iterations, and any further scenario settings). Settings are the
+summary, iterations, predict: the headline quantities a student predicts, see
+tfolab.lab.quantities; and any further scenario settings). Settings are the
 fields of `tfolab.model.scenario.ScenarioConfig`; the loader type-checks them,
 and checks every scenario's finished settings together (`ScenarioConfig.check`).
 
@@ -27,11 +28,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tfolab.core.errors import UserError
+from tfolab.lab.quantities import SELECTOR_FORMS, parse_selector
 from tfolab.model.scenario import MAX_ITERATIONS, ScenarioConfig, SettingError, parse_settings
 
 LABS_DIR_ENV = "TFOLAB_LABS_DIR"
 _TOP_KEYS = {"lab", "defaults", "scenario"}
-_SCENARIO_KEYS = {"name", "summary", "iterations"}
+_SCENARIO_KEYS = {"name", "summary", "iterations", "predict"}
 _LAB_KEYS = {"name", "title", "summary", "guide", "order", "headline"}
 _LAB_TEXT_KEYS = ("title", "summary", "guide", "headline")
 
@@ -42,6 +44,9 @@ class LabScenario:
     summary: str
     iterations: int
     config: ScenarioConfig
+    # The headline quantities a student predicts (tfolab.lab.quantities selectors);
+    # () asks for the defaults.
+    predict: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -328,6 +333,7 @@ class _Loader:
                     f"iterations must be a whole number from 1 to {MAX_ITERATIONS}, "
                     f"got {iterations!r}",
                 )
+            predict = self.predict(raw, where)
             label = f"scenario {name!r}"
             settings = {k: v for k, v in raw.items() if k not in _SCENARIO_KEYS}
             config = base.with_settings(self.settings(settings, where, label))
@@ -335,8 +341,24 @@ class _Loader:
                 config.check()
             except SettingError as err:
                 self.fail(self.blame(err, where, settings), f"{label}: {err}", "fix those settings")
-            scenarios.append(LabScenario(name, summary, iterations, config))
+            scenarios.append(LabScenario(name, summary, iterations, config, predict))
         return scenarios
+
+    def predict(self, raw: dict[str, Any], where: KeyPath) -> tuple[str, ...]:
+        """The scenario's `predict` list of quantity selectors, each checked."""
+        value = raw.get("predict", [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.fail(
+                (*where, "predict"),
+                f"predict must be a list of strings, got {value!r}",
+                f"e.g. predict = [{SELECTOR_FORMS}]",
+            )
+        for text in value:
+            try:
+                parse_selector(text)
+            except ValueError as err:
+                self.fail((*where, "predict"), str(err))
+        return tuple(value)
 
     def blame(self, err: SettingError, where: KeyPath, settings: dict[str, Any]) -> KeyPath:
         """The line to point at: an involved key set in the scenario, else in [defaults]."""

@@ -2,11 +2,13 @@
 
 Rules: thin. Screens live in screens/, widgets in widgets/, styles in
 tfolab.tcss. The app holds what every screen shares: the labs, the kernel HZ
-the model uses, whether real runs are possible here, and the delay backend.
+the model uses, whether real runs are possible here, the delay backend, and
+the students' committed predictions (tfolab.tui.predicting; demo mode asks none).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import ClassVar
 
@@ -15,10 +17,12 @@ from textual.binding import Binding, BindingType
 
 from tfolab.core import kernel
 from tfolab.core.errors import UserError
+from tfolab.lab.attempts import RESULTS_DIR_ENV
 from tfolab.lab.catalog import Lab, load_labs
 from tfolab.lab.environment import RealRunStatus, quick_check
 from tfolab.tui.classroom import Classroom, SessionNameScreen
 from tfolab.tui.commands import LabCommands
+from tfolab.tui.predicting import Predictions
 from tfolab.tui.screens.help import HelpScreen
 from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.screens.start import StartScreen
@@ -45,8 +49,13 @@ class TfolabApp(App[None]):
         backend: str = "auto",
         open_lab: str | None = None,
         open_scenario: str | None = None,
+        demo: bool = False,
     ) -> None:
         super().__init__()
+        # Predict first, unless a teacher demonstrates (tfolab --demo).
+        self.predictions = Predictions(demo=demo)
+        self.student = ""
+        self.results_folder = os.environ.get(RESULTS_DIR_ENV, "")
         self.labs = labs if labs is not None else load_labs()
         self.hz = hz or kernel.kernel_hz()[0]
         self.real_runs = real_runs or quick_check()
@@ -89,10 +98,10 @@ class TfolabApp(App[None]):
             self.push_screen(HelpScreen())
 
 
-def run_app() -> int:
+def run_app(*, demo: bool = False) -> int:
     """`tfolab` without a command: the UI. Exit code 2 if the labs cannot be read."""
     try:
-        app = TfolabApp()
+        app = TfolabApp(demo=demo)
     except UserError as err:
         print(f"tfolab: {err.one_line()}", file=sys.stderr)
         return 2

@@ -1,35 +1,56 @@
 """The ladder diagram as a grid of characters: pure layout, no Textual.
 
 A simulation's events become *marks* (a segment has two: sent and arrived),
-each mark gets a row, and time flows down to a stated scale ("1 row = 2 ms").
-A gap longer than MAX_GAP_ROWS is drawn as a visible break instead
-(the 40 ms delayed-ACK timer), so the scale is honest everywhere else.
+and time flows down to one stated scale ("1 row = 2 ms").
 
 Rules:
+- The scale holds for every arrow: an arrow covers exactly
+  round(flight / scale) rows. Simultaneous events share their time's row;
+  nothing stretches them. Rows are added only where no segment is in flight
+  (a rule between iterations that had no room), and a gap longer than
+  MAX_GAP_ROWS with nothing in flight is drawn as a visible break (the 40 ms
+  delayed-ACK timer).
+- Lanes: arrows that would run over one another (sent together, the same
+  way) move down a row or more *as a whole*, so their length, and with it
+  the scale, stays; they never share a stroke.
+- Side texts (application calls, timers, notes, the measured marker) live
+  in the columns beside the axes, wrapped (tfolab.view.ladder_labels),
+  stacked below one another when they fall on the same row; arrows never
+  enter those columns.
+- Labels are placed last, on an arrow's own rows, beside its stroke and only
+  on blank cells, so no label covers a stroke or another label; a label
+  that finds no room drops fields (ladder_labels.label_variants), and only
+  as the last resort covers its own arrow's first run.
 - Pure: events in, rows of (char, role, owner) cells out. The widget decides
-  colours from the role and from the owner (the index of the event in
-  `sim.events`) against the current step; nothing here knows about styles.
-- Events are the model's own classes (tfolab.model.events), told apart with
-  isinstance; a Note on "both" sides spans the arrow area.
-- Every character is one cell wide; labels that do not fit are cut with "…".
-- An arrow's role is its sender's ("client" or "server") unless `arrow_roles`
-  names another for its owner (the kernel's captured segments drawn over the
-  model's are "captured").
+  colours from the role and from the owner (the index of the event); an
+  arrow's role is its sender's ("client" or "server") unless `arrow_roles`
+  names another for its owner (the kernel's captured segments: "captured").
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tfolab.model.events import AppCall, Event, Segment, Timer
+from tfolab.view.ladder_labels import (
+    cut,
+    fit_label,
+    label_variants,
+    note_text,
+    option_variants,
+    side_lines,
+)
+
+__all__ = ["NO_OWNER", "LadderLayout", "choose_scale", "fit_label", "layout"]
 
 GUTTER = 7  # " 120.0 " time column
 MIN_ANNOTATION = 9
-MAX_ANNOTATION = 16
+MAX_ANNOTATION = 24
+MIN_SPAN = 36  # columns between the axes the annotations leave, where the width allows
 MAX_GAP_ROWS = 12  # a gap longer than this (at the scale) becomes a break
 BREAK_ROWS = 3
+MAX_LANES = 6
 SCALES_MS = (0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 250, 500)
 NO_OWNER = -1
 
@@ -58,20 +79,6 @@ def choose_scale(one_way_delay_ms: float) -> float:
     return float(SCALES_MS[-1])
 
 
-_NOTE_PREFIX = re.compile(r"^(client|server):?\s+")
-_SEQ = re.compile(r" seq=\d+")
-
-
-def fit_label(label: str, room: int) -> str:
-    """The label, without its seq= part if that makes it fit, else cut with "…"."""
-    if len(label) <= room:
-        return label
-    shorter = _SEQ.sub("", label, count=1)
-    if len(shorter) <= room:
-        return shorter
-    return shorter[: max(room - 1, 0)] + "…"
-
-
 def format_ms(value: float) -> str:
     return f"{value:.1f}"
 
@@ -95,10 +102,15 @@ class Geometry:
     server_x: int = field(init=False)
 
     def __post_init__(self) -> None:
-        spare = self.width - GUTTER - 2 - 28
+        spare = self.width - GUTTER - 2 - MIN_SPAN
         self.annotation = max(MIN_ANNOTATION, min(MAX_ANNOTATION, spare // 2))
         self.client_x = GUTTER + self.annotation
         self.server_x = max(self.client_x + 8, self.width - self.annotation - 1)
+
+    @property
+    def text_width(self) -> int:
+        """Columns a side text may use (one blank beside the axis)."""
+        return self.annotation - 1
 
 
 @dataclass
@@ -108,8 +120,9 @@ class LadderLayout:
     rows: list[list[Cell]]
     scale_ms: float
     geometry: Geometry
-    event_rows: dict[int, tuple[int, int]]  # event index -> (first row, last row)
+    event_rows: dict[int, tuple[int, int]]  # event index -> (first row, last row), labels too
     breaks: int
+    arrow_rows: dict[int, tuple[int, int]] = field(default_factory=dict)  # the strokes alone
 
     @property
     def height(self) -> int:
@@ -131,6 +144,9 @@ class LadderLayout:
             text += " · ┊ gaps over " + f"{self.scale_ms * MAX_GAP_ROWS:g} ms compressed"
         return text
 
+    def text(self) -> list[str]:
+        return ["".join(char for char, _, _ in row) for row in self.rows]
+
 
 def _put(line: list[str], x: int, text: str) -> None:
     for offset, char in enumerate(text):
@@ -139,15 +155,13 @@ def _put(line: list[str], x: int, text: str) -> None:
 
 
 def build_marks(events: Sequence[Event], markers: dict[int, str] | None = None) -> list[Mark]:
-    """Marks in drawing order; `markers` adds a text row after an event (by index)."""
+    """Marks in drawing order; `markers` adds a text after an event (by index)."""
     marks: list[Mark] = []
     for index, event in enumerate(events):
         iteration = event.iteration
         if isinstance(event, Segment):
             sent, arrived = event.sent_ms, event.arrived_ms
-            marks.append(
-                Mark(sent, (sent, 1, index), index, "send", event.sender, iteration, event.label())
-            )
+            marks.append(Mark(sent, (sent, 1, index), index, "send", event.sender, iteration))
             order = (arrived, 0, index) if arrived > sent else (arrived, 1, index + 0.5)
             marks.append(Mark(arrived, order, index, "arrive", event.receiver, iteration))
             continue
@@ -159,8 +173,10 @@ def build_marks(events: Sequence[Event], markers: dict[int, str] | None = None) 
             text = f"◷ {event.name} {event.action}"
             marks.append(Mark(event.time_ms, at, index, "timer", event.side, iteration, text))
         else:
-            text = "• " + _NOTE_PREFIX.sub("", event.text)
-            marks.append(Mark(event.time_ms, at, index, "note", event.side, iteration, text))
+            side = "server" if event.side == "both" else event.side
+            marks.append(
+                Mark(event.time_ms, at, index, "note", side, iteration, note_text(event.text))
+            )
     marks.sort(key=lambda mark: mark.order)
     last_mark = {mark.owner: mark for mark in marks}
     for owner, text in (markers or {}).items():
@@ -174,6 +190,45 @@ def build_marks(events: Sequence[Event], markers: dict[int, str] | None = None) 
     return marks
 
 
+@dataclass
+class _Timing:
+    """Each mark's row and the iteration rules (the time axis, before breaks)."""
+
+    rows: list[int]
+    rules: dict[int, str]  # row -> iteration title
+
+
+def _time_rows(marks: Sequence[Mark], scale: float) -> _Timing:
+    rows: list[int] = []
+    rules: dict[int, str] = {}
+    in_flight: set[int] = set()
+    anchor_row, anchor_time = 1, 0.0
+    last_row, previous = 0, None
+    newest = -1
+    for mark in marks:
+        if previous is None:
+            anchor_time = mark.time_ms
+            row = 1
+        else:
+            row = anchor_row + round((mark.time_ms - anchor_time) / scale)
+        if mark.iteration > newest:
+            newest = mark.iteration
+            title = "setup / warm-up" if mark.iteration == 0 else f"iteration {mark.iteration}"
+            if previous is not None and not in_flight and row < last_row + 2:
+                # Room for the rule: nothing is in flight, so no arrow stretches.
+                row = last_row + 2
+                anchor_row, anchor_time = row, mark.time_ms
+            rules[max(row - 1, 0)] = title
+        if mark.kind == "send":
+            in_flight.add(mark.owner)
+        elif mark.kind == "arrive":
+            in_flight.discard(mark.owner)
+        rows.append(row)
+        last_row = max(last_row, row)
+        previous = mark.time_ms
+    return _Timing(rows, rules)
+
+
 def layout(
     events: Sequence[Event],
     width: int,
@@ -181,194 +236,391 @@ def layout(
     markers: dict[int, str] | None = None,
     arrow_roles: Mapping[int, str] | None = None,
 ) -> LadderLayout:
-    """Place every event on rows and draw axes, arrows and annotations.
-
-    `arrow_roles` gives some arrows (by event index) a role other than their sender's.
-    """
+    """Place every event on rows and draw axes, arrows, side texts and labels."""
     geometry = Geometry(max(width, GUTTER + 2 * MIN_ANNOTATION + 12))
     scale = choose_scale(one_way_delay_ms)
     marks = build_marks(events, markers)
-    mark_rows: list[int] = []
-    row_kinds: dict[int, tuple[str, str]] = {}  # row -> ("iteration"|"break", text)
-    row = -1
-    anchor_row, anchor_time = 0, 0.0
-    previous_time: float | None = None
-    newest_iteration = -1
-    breaks = 0
-    for mark in marks:
-        if mark.iteration > newest_iteration:
-            # Iterations overlap (a FIN of one beside the SYN of the next): a rule
-            # marks where each one starts.
-            row += 1
-            title = "setup / warm-up" if mark.iteration == 0 else f"iteration {mark.iteration}"
-            row_kinds[row] = ("iteration", title)
-            newest_iteration = mark.iteration
-        if previous_time is None:
-            row += 1
-            anchor_row, anchor_time = row, mark.time_ms
-        else:
-            gap_rows = (mark.time_ms - previous_time) / scale
-            if gap_rows > MAX_GAP_ROWS:
-                breaks += 1
-                row_kinds[row + 2] = ("break", f"{format_ms(mark.time_ms - previous_time)} ms")
-                row += BREAK_ROWS + 1
-                anchor_row, anchor_time = row, mark.time_ms
-            else:
-                target = anchor_row + round((mark.time_ms - anchor_time) / scale)
-                row = max(row + 1, target)
-        mark_rows.append(row)
-        previous_time = mark.time_ms
-    height = row + 2
-    grid = _Grid(height, geometry)
-    grid.axes(row_kinds)
+    timing = _time_rows(marks, scale)
+    grid = _Grid(geometry)
     event_rows: dict[int, tuple[int, int]] = {}
+
+    def seen(owner: int, first: int, last: int) -> None:
+        if owner == NO_OWNER:
+            return
+        old = event_rows.get(owner, (first, last))
+        event_rows[owner] = (min(old[0], first), max(old[1], last))
+
     sends: dict[int, tuple[Mark, int]] = {}
+    arrows: list[_Arrow] = []
     texts: list[tuple[Mark, int]] = []
-    labels: list[Callable[[], None]] = []
-    # Lines first, words last: arrows never cut through a label or a note.
-    for mark, mark_row in zip(marks, mark_rows, strict=True):
-        if mark.owner != NO_OWNER:
-            first, last = event_rows.get(mark.owner, (mark_row, mark_row))
-            event_rows[mark.owner] = (min(first, mark_row), max(last, mark_row))
-            grid.time(mark_row, mark.time_ms, mark.owner)
+    for mark, row in zip(marks, timing.rows, strict=True):
         if mark.kind == "send":
-            sends[mark.owner] = (mark, mark_row)
+            sends[mark.owner] = (mark, row)
         elif mark.kind == "arrive":
             send, send_row = sends[mark.owner]
-            role = (arrow_roles or {}).get(mark.owner)
-            labels.append(grid.arrow(send, send_row, mark_row, role))
+            event = events[mark.owner]
+            assert isinstance(event, Segment)
+            role = (arrow_roles or {}).get(mark.owner) or send.side
+            # Its length is its own flight at the scale, whatever the rounding of its ends.
+            rows = round((event.arrived_ms - event.sent_ms) / scale)
+            arrows.append(grid.place_arrow(event, send, send_row, send_row + rows, role))
         else:
-            texts.append((mark, mark_row))
-    for draw_label in labels:
-        draw_label()
-    for mark, mark_row in texts:
-        if mark.kind == "measured":
-            text = fit_label(mark.text, geometry.server_x - geometry.client_x - 2)
-            grid.text(
-                mark_row, geometry.client_x + 1, text, "measured", NO_OWNER, limit=geometry.server_x
-            )
-        else:
-            grid.annotate(mark, mark_row)
-    grid.iteration_titles(row_kinds)
-    return LadderLayout(grid.rows, scale, geometry, event_rows, breaks)
+            texts.append((mark, row))
+    for arrow in arrows:
+        grid.time(arrow.first, arrow.send.time_ms, arrow.send.owner)
+        seen(arrow.send.owner, arrow.first, arrow.last)
+    for mark, row in texts:
+        first, last = grid.side_text(mark, row)
+        grid.time(first, mark.time_ms, mark.owner)
+        seen(mark.owner, first, last)
+    for arrow in arrows:
+        used = grid.label(arrow)
+        seen(arrow.send.owner, min(used), max(used))
+    for row, title in timing.rules.items():
+        grid.rule(row, title)
+    moved, breaks = grid.compress(scale)
+    for row, text in breaks.items():
+        grid.break_row(row, text)
+    grid.axes(set(breaks))
+    event_rows = {owner: (moved[a], moved[b]) for owner, (a, b) in event_rows.items()}
+    arrow_rows = {a.send.owner: (moved[a.first], moved[a.last]) for a in arrows}
+    return LadderLayout(grid.rows, scale, geometry, event_rows, len(breaks), arrow_rows)
+
+
+@dataclass
+class _Arrow:
+    event: Segment
+    send: Mark
+    first: int
+    last: int
+    role: str
+    runs: list[tuple[int, int, int]]  # (row, x0, x1) of each horizontal run
 
 
 class _Grid:
-    def __init__(self, height: int, geometry: Geometry) -> None:
+    def __init__(self, geometry: Geometry) -> None:
         self.geometry = geometry
-        self.rows: list[list[Cell]] = [
-            [(" ", "gutter", NO_OWNER)] * geometry.width for _ in range(height)
-        ]
+        self.rows: list[list[Cell]] = []
+        self.strokes: dict[tuple[int, int], int] = {}  # horizontal-run cells -> owner
+        self.heads: set[tuple[int, int]] = set()  # arrowheads: never drawn over
+        self.labels: set[tuple[int, int]] = set()  # label cells: never drawn over
+        self.side_rows: dict[str, set[int]] = {"client": set(), "server": set()}
+
+    def _ensure(self, row: int) -> None:
+        while len(self.rows) <= row + 1:
+            self.rows.append([(" ", "gutter", NO_OWNER)] * self.geometry.width)
 
     def set(self, row: int, x: int, char: str, role: str, owner: int) -> None:
-        if 0 <= row < len(self.rows) and 0 <= x < self.geometry.width:
+        if row >= 0 and 0 <= x < self.geometry.width:
+            self._ensure(row)
             self.rows[row][x] = (char, role, owner)
 
-    def text(self, row: int, x: int, text: str, role: str, owner: int, *, limit: int) -> None:
-        room = limit - x
-        if room <= 0:
-            return
-        if len(text) > room:
-            text = text[: max(room - 1, 0)] + "…"
+    def blank(self, row: int, x: int) -> bool:
+        if row < 0 or not 0 <= x < self.geometry.width:
+            return False
+        self._ensure(row)
+        char, _, owner = self.rows[row][x]
+        return char == " " and owner == NO_OWNER
+
+    def write(self, row: int, x: int, text: str, role: str, owner: int) -> None:
         for offset, char in enumerate(text):
             self.set(row, x + offset, char, role, owner)
 
-    def axes(self, row_kinds: dict[int, tuple[str, str]]) -> None:
+    # --- the time axis ---------------------------------------------------------
+
+    def axes(self, breaks: Iterable[int]) -> None:
         g = self.geometry
-        breaks = [r for r, (kind, _) in row_kinds.items() if kind == "break"]
         breaking = {r + d for r in breaks for d in (-1, 0, 1)}
         for row in range(len(self.rows)):
             char = "┊" if row in breaking else "│"
-            self.set(row, g.client_x, char, "axis", NO_OWNER)
-            self.set(row, g.server_x, char, "axis", NO_OWNER)
-        for row, (kind, text) in row_kinds.items():
-            if kind == "iteration":
-                for x in range(1, g.width - 1):
-                    if x not in (g.client_x, g.server_x):
-                        self.set(row, x, "╌", "iteration", NO_OWNER)
-            else:
-                self.text(row, 1, "  ⋮", "break", NO_OWNER, limit=GUTTER)
-                middle = (g.client_x + g.server_x) // 2
-                label = f"≈ {text} later"
-                self.text(row, middle - len(label) // 2, label, "break", NO_OWNER, limit=g.server_x)
-
-    def iteration_titles(self, row_kinds: dict[int, tuple[str, str]]) -> None:
-        g = self.geometry
-        for row, (kind, text) in row_kinds.items():
-            if kind == "iteration":
-                self.text(row, g.client_x + 3, f" {text} ", "iteration", NO_OWNER, limit=g.server_x)
+            for x in (g.client_x, g.server_x):
+                if self.rows[row][x][0] == " ":
+                    self.set(row, x, char, "axis", NO_OWNER)
 
     def time(self, row: int, time_ms: float, owner: int) -> None:
-        self.text(row, 0, f"{time_ms:6.1f}", "gutter", owner, limit=GUTTER - 1)
+        self._ensure(row)
+        if row in self.side_rows["client"] and not self.blank(row, GUTTER):
+            pass  # a side text's row: the time still goes in the gutter
+        if all(self.blank(row, x) for x in range(GUTTER - 1)):
+            self.write(row, 0, f"{time_ms:6.1f}"[: GUTTER - 1], "gutter", owner)
 
-    def annotate(self, mark: Mark, row: int) -> None:
+    def break_row(self, row: int, text: str) -> None:
         g = self.geometry
-        if mark.side == "both":
-            self.text(row, g.client_x + 2, mark.text, mark.kind, mark.owner, limit=g.server_x - 1)
-        elif mark.side == "client":
-            width = min(len(mark.text), g.annotation - 1)
-            self.text(
-                row, g.client_x - 1 - width, mark.text, mark.kind, mark.owner, limit=g.client_x - 1
-            )
-        else:
-            self.text(row, g.server_x + 2, mark.text, mark.kind, mark.owner, limit=g.width)
+        self.write(row, 1, "  ⋮", "break", NO_OWNER)
+        label = f"≈ {text} later"
+        middle = (g.client_x + g.server_x) // 2
+        self.write(row, max(middle - len(label) // 2, g.client_x + 1), label, "break", NO_OWNER)
 
-    def arrow(
-        self, send: Mark, first: int, last: int, role: str | None = None
-    ) -> Callable[[], None]:
-        """A stepped slant from the sender's axis (row first) to the receiver's (row last).
+    def rule(self, row: int, title: str) -> None:
+        """Where an iteration starts: a full rule on an empty row, else a side note.
 
-        Returns the drawing of its label, for the caller to do after every line.
+        Iterations overlap (the FIN of one beside the SYN of the next): a line
+        across arrows would mislead, so there the title goes beside the
+        client's axis instead, like any side text.
         """
         g = self.geometry
-        role = role or ("client" if send.side == "client" else "server")
+        self._ensure(row)
+        if not all(self.blank(row, x) for x in range(g.width)):
+            self.side_text(
+                Mark(0.0, (0.0, 0, 0), NO_OWNER, "iteration", "client", 0, f"╌ {title}"), row
+            )
+            return
+        for x in range(1, g.width - 1):
+            if x not in (g.client_x, g.server_x):
+                self.set(row, x, "╌", "iteration", NO_OWNER)
+        text = f" {title} "
+        x = g.client_x + 3 if g.client_x + 3 + len(text) < g.server_x else 1
+        self.write(row, x, text, "iteration", NO_OWNER)
+
+    def compress(self, scale: float) -> tuple[dict[int, int], dict[int, str]]:
+        """Every run of more than MAX_GAP_ROWS empty rows becomes a break of BREAK_ROWS rows.
+
+        Returns where each old row went, and the breaks (row -> "43.2 ms").
+        Empty means nothing at all is drawn there: no arrow is in flight.
+        """
+        self._ensure(0)
+        empty = [all(char == " " for char, _, _ in row) for row in self.rows]
+        times: dict[int, float] = {}
+        for number, row in enumerate(self.rows):
+            gutter = "".join(char for char, _, _ in row[: GUTTER - 1]).strip()
+            try:
+                times[number] = float(gutter)
+            except ValueError:
+                continue
+        moved: dict[int, int] = {}
+        kept: list[list[Cell]] = []
+        breaks: dict[int, str] = {}
+        number = 0
+        while number < len(self.rows):
+            end = number
+            while end < len(self.rows) and empty[end]:
+                end += 1
+            if end - number > MAX_GAP_ROWS and end < len(self.rows):
+                before = [t for r, t in times.items() if r < number]
+                after = [t for r, t in times.items() if r >= end]
+                gap = (min(after) - max(before)) if before and after else (end - number) * scale
+                for old in range(number, end):
+                    moved[old] = len(kept) + 1
+                breaks[len(kept) + 1] = f"{format_ms(gap)} ms"
+                kept += [self._blank_row() for _ in range(BREAK_ROWS)]
+                number = end
+                continue
+            moved[number] = len(kept)
+            kept.append(self.rows[number])
+            number += 1
+        self.rows = kept
+        return moved, breaks
+
+    def _blank_row(self) -> list[Cell]:
+        return [(" ", "gutter", NO_OWNER)] * self.geometry.width
+
+    # --- side texts ------------------------------------------------------------
+
+    def side_text(self, mark: Mark, row: int) -> tuple[int, int]:
+        """Wrap and stack a side text at the first free rows from `row`; its rows."""
+        g = self.geometry
+        side = mark.side if mark.side in ("client", "server") else "server"
+        lines = side_lines(mark.text, g.text_width, is_note=mark.kind == "note")
+        taken = self.side_rows[side]
+        start = row
+        while any(r in taken for r in range(start, start + len(lines))):
+            start += 1
+        role = mark.kind
+        for offset, line in enumerate(lines):
+            r = start + offset
+            taken.add(r)
+            line = cut(line, g.text_width)
+            x = g.client_x - 1 - len(line) if side == "client" else g.server_x + 2
+            self.write(r, x, line, role, mark.owner)
+        return start, start + len(lines) - 1
+
+    # --- arrows ------------------------------------------------------------------
+
+    def _runs(self, side: str, first: int, last: int) -> list[tuple[int, int, int]]:
+        """The horizontal runs (row, x0, x1) of a stepped slant from first to last row."""
+        g = self.geometry
         left, right = g.client_x + 1, g.server_x - 1
         span = right - left + 1
         rows = last - first + 1
-        # bounds[j]: how many cells of the span rows 0..j-1 have covered.
         bounds = [round(j * span / rows) for j in range(rows + 1)]
-        cells: dict[tuple[int, int], set[str]] = {}
-
-        def column(offset: int) -> int:
-            return left + offset if send.side == "client" else right - offset
-
-        forward, backward = ("R", "L") if send.side == "client" else ("L", "R")
+        runs = []
         x_offset = 0
         for j in range(rows):
-            row = first + j
-            end = max(bounds[j + 1] - 1, x_offset)
-            if j == rows - 1:
-                end = span - 1
-            for offset in range(x_offset, end + 1):
-                links = cells.setdefault((row, offset), set())
-                if offset > x_offset or j == 0:
+            end = span - 1 if j == rows - 1 else max(bounds[j + 1] - 1, x_offset)
+            a, b = (
+                (left + x_offset, left + end)
+                if side == "client"
+                else (
+                    right - end,
+                    right - x_offset,
+                )
+            )
+            runs.append((first + j, a, b))
+            x_offset = end
+        return runs
+
+    def place_arrow(self, event: Segment, send: Mark, first: int, last: int, role: str) -> _Arrow:
+        """The arrow in the first lane (0..MAX_LANES rows down) where it shares no stroke.
+
+        Crossing another arrow in one cell is fine; touching an arrowhead is not.
+        """
+        best: tuple[int, float] | None = None
+        # A captured arrow that agrees with the model's (the "both" view) is the
+        # same flight: it is drawn over the model's, in its own style, no lane.
+        same = role != event.sender and event.label().startswith("✓")
+        lanes = 0 if same else MAX_LANES
+        for lane in range(lanes + 1):
+            runs = self._runs(send.side, first + lane, last + lane)
+            cells = [(row, x) for row, a, b in runs for x in range(a, b + 1)]
+            row, a, b = runs[-1]
+            head = (row, b if send.side == "client" else a)
+            shared = sum(1 for cell in cells if cell in self.strokes)
+            touches = any(cell in self.heads for cell in cells) or head in self.strokes
+            cost = shared + (100 if touches else 0)
+            if cost <= 1:
+                best = (lane, cost)
+                break
+            if best is None or cost < best[1]:
+                best = (lane, cost)
+        lane = best[0] if best else 0
+        arrow = _Arrow(
+            event,
+            send,
+            first + lane,
+            last + lane,
+            role,
+            self._runs(send.side, first + lane, last + lane),
+        )
+        self._draw(arrow, register=not same)
+        return arrow
+
+    def _draw(self, arrow: _Arrow, *, register: bool = True) -> None:
+        side, owner = arrow.send.side, arrow.send.owner
+        forward = "R" if side == "client" else "L"
+        backward = "L" if side == "client" else "R"
+        cells: dict[tuple[int, int], set[str]] = {}
+        runs = arrow.runs
+        for j, (row, a, b) in enumerate(runs):
+            start, end = (a, b) if side == "client" else (b, a)
+            step = 1 if side == "client" else -1
+            for x in range(start, end + step, step):
+                links = cells.setdefault((row, x), set())
+                if x != start or j == 0:
                     links.add(backward)
-                if offset < end or j == rows - 1:
+                if x != end or j == len(runs) - 1:
                     links.add(forward)
-            if j < rows - 1:
+            if j < len(runs) - 1:
                 cells[(row, end)].add("D")
                 cells.setdefault((row + 1, end), set()).add("U")
-            x_offset = end
-        for (row, offset), links in cells.items():
+        for (row, x), links in cells.items():
+            if (row, x) in self.heads:
+                continue  # another arrow's head stays visible
             char = _BOX.get(frozenset(links - {"L", "R"} if {"U", "D"} <= links else links))
             if char is None:
                 char = "─" if links <= {"L", "R"} else "│"
-            self.set(row, column(offset), char, role, send.owner)
-        head = "▶" if send.side == "client" else "◀"
-        self.set(last, column(span - 1), head, role, send.owner)
-        return lambda: self._label(send, first, bounds, span, role)
+            old = self.rows[row][x] if row < len(self.rows) else (" ", "gutter", NO_OWNER)
+            if old[2] != NO_OWNER and old[2] != owner and old[0] != char:
+                char = "┼"  # two arrows cross here
+            self.set(row, x, char, arrow.role, owner)
+            if register:
+                self.strokes.setdefault((row, x), owner)
+        row, a, b = runs[-1]
+        head = b if side == "client" else a
+        self.set(row, head, "▶" if side == "client" else "◀", arrow.role, owner)
+        self.heads.add((row, head))
 
-    def _label(self, send: Mark, row: int, bounds: list[int], span: int, role: str) -> None:
-        """The label rides on the send row, beside the arrow's first run if it fits."""
+    # --- labels ------------------------------------------------------------------
+
+    def _spot(self, arrow: _Arrow, text: str, rows: Sequence[int]) -> tuple[int, int] | None:
+        """Where `text` fits on blank cells beside the arrow's run, on one of `rows`."""
         g = self.geometry
-        run = max(bounds[1], 1)
-        text = f" {send.text} "
-        beside = span - run - 1
-        if len(text) <= beside:
-            x = g.client_x + 1 + run if send.side == "client" else g.server_x - run - len(text)
-        else:
-            # Too long to sit beside the arrow: the label covers the first run.
-            text = fit_label(send.text, span)
-            x = g.client_x + 1 if send.side == "client" else g.server_x - len(text)
-        for offset, char in enumerate(text):
-            self.set(row, x + offset, char, role, send.owner)
+        left, right = g.client_x + 1, g.server_x - 1
+        runs = {row: (a, b) for row, a, b in arrow.runs}
+        ahead_first = arrow.send.side == "client"
+        for row in rows:
+            a, b = runs[row]
+            after = (b + 2, right)  # to the right of the run
+            before = (left, a - 2)  # to the left of it
+            for lo, hi in (after, before) if ahead_first else (before, after):
+                if hi - lo + 1 < len(text):
+                    continue
+                x = lo if (lo, hi) == after else hi - len(text) + 1
+                cells = range(
+                    x - 1 if x > left else x, x + len(text) + (1 if x + len(text) <= right else 0)
+                )
+                if all(self.blank(row, c) for c in cells):
+                    return row, x
+        return None
+
+    def _write_label(self, spot: tuple[int, int], text: str, role: str, owner: int) -> None:
+        row, x = spot
+        self.write(row, x, text, role, owner)
+        self.labels.update((row, x + offset) for offset in range(len(text)))
+
+    def _anywhere(self, text: str, rows: Sequence[int]) -> tuple[int, int] | None:
+        """The first blank stretch between the axes (with a blank each side) on `rows`."""
+        g = self.geometry
+        left, right = g.client_x + 1, g.server_x - 1
+        for row in rows:
+            if row < 0:
+                continue
+            for x in range(left, right - len(text) + 2):
+                cells = range(max(x - 1, left), min(x + len(text) + 1, right + 1))
+                if all(self.blank(row, c) for c in cells):
+                    return row, x
+        return None
+
+    def label(self, arrow: _Arrow) -> list[int]:
+        """Write the arrow's label (and a SYN's options); the rows they took."""
+        owner, role = arrow.send.owner, arrow.role
+        rows = [row for row, _, _ in arrow.runs]
+        placed_row = None
+        for variant in label_variants(arrow.event):
+            spot = self._spot(arrow, variant, rows)
+            if spot is not None:
+                self._write_label(spot, variant, role, owner)
+                placed_row = spot[0]
+                break
+        if placed_row is None:
+            # Next: any blank stretch between the axes, on its rows or the row beside them.
+            near = [arrow.first - 1, *rows, arrow.last + 1]
+            for variant in label_variants(arrow.event):
+                spot = self._anywhere(variant, near)
+                if spot is not None:
+                    self._write_label(spot, variant, role, owner)
+                    placed_row = spot[0]
+                    break
+        if placed_row is None:
+            # The last resort: over the arrow's own first run, fields dropped, then cut.
+            g = self.geometry
+            row = arrow.runs[0][0]
+            span = g.server_x - g.client_x - 3  # off the cells where arrowheads land
+            variants = [v for v in label_variants(arrow.event) if len(v) <= span] or [
+                cut(label_variants(arrow.event)[-1], span)
+            ]
+
+            def start(text: str) -> int:
+                return g.client_x + 2 if arrow.send.side == "client" else g.server_x - 1 - len(text)
+
+            def free(text: str) -> bool:
+                x = start(text)
+                cells = {(row, x + offset) for offset in range(len(text) + 1)}
+                return not cells & (self.labels | self.heads)
+
+            text = next((v for v in variants if free(v)), variants[-1])
+            x = start(text)
+            if text.startswith("✓"):
+                return [arrow.first]  # only "as the model": the step panel says it
+            for offset, char in enumerate(text):
+                cell = (row, x + offset)
+                if cell not in self.heads and cell not in self.labels:
+                    self.set(row, x + offset, char, role, owner)
+                    self.labels.add(cell)
+            placed_row = row
+        later = [row for row in rows if row > placed_row]
+        for variant in option_variants(arrow.event):
+            spot = self._spot(arrow, variant, later)
+            if spot is not None:
+                self._write_label(spot, variant, role, owner)
+                return [placed_row, spot[0]]
+        return [placed_row]

@@ -13,6 +13,14 @@ Rules:
   `c` cycles them). What each draws comes from tfolab.view.captured; the
   steps are the drawn events in time order, so stepping and play work the same
   in every view. A view change keeps the step at the same moment.
+- Predict first (tfolab.tui.predicting): until the student commits predictions
+  for the scenario (PredictForm, where the ladder will be), the ladder, the
+  step panel and real runs stay hidden; then the GradePanel grades them
+  against the model, and after a real run against the measurement, and the
+  attempt is saved. Demo mode skips all of that.
+- `h` shows the headline path only (tfolab.view.focus), in any of the three
+  views; `i` asks for an iteration and goes to its first step. On a terminal
+  narrower than SIDE_PANEL_MIN_WIDTH the side panel starts folded (`s`).
 - The last measured result is kept (`last_run`) so `w` saves its capture as a
   pcap in the current folder (in a browser, as a download) even after the
   parameters changed; without a capture the banner says why.
@@ -32,6 +40,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -45,8 +54,10 @@ from tfolab.lab.session import LabResult
 from tfolab.model.events import Event as ModelEvent
 from tfolab.runner.protocol import Event
 from tfolab.tui.context import tfolab_app
+from tfolab.tui.screens.jump import JumpScreen
 from tfolab.tui.widgets.ladder import LadderView
 from tfolab.tui.widgets.params import LabParams, ParamsPanel
+from tfolab.tui.widgets.predict import GradePanel, PredictForm, intro_text
 from tfolab.tui.widgets.results import ResultsPanel
 from tfolab.tui.widgets.step_panel import StepPanel
 from tfolab.view.captured import (
@@ -58,9 +69,11 @@ from tfolab.view.captured import (
     pcap_file_name,
     same_moment,
 )
+from tfolab.view.focus import headline_only, iteration_starts
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0)  # steps per second while playing
 DEFAULT_DELAY_MS = 10.0
+SIDE_PANEL_MIN_WIDTH = 100  # narrower terminals start with the side panel folded
 PROGRESS_EVERY_S = 1.0  # at most one progress repaint per second during a real run
 
 
@@ -76,6 +89,8 @@ class LabScreen(Screen[None]):
         Binding("minus", "slower", "Slower", show=False),
         Binding("r", "run", "Run for real"),
         Binding("c", "cycle_view", "Model/captured", show=False),
+        Binding("h", "headline_only", "Headline path"),
+        Binding("i", "jump", "Iteration…"),
         Binding("w", "save_pcap", "Save pcap", show=False),
         Binding("g", "guide", "Guide"),
         Binding("s", "toggle_side", "Panel", show=False),
@@ -88,6 +103,7 @@ class LabScreen(Screen[None]):
     result: reactive[LabResult | None] = reactive(None, init=False, always_update=True)
     running: reactive[bool] = reactive(False, init=False)
     ladder_view: reactive[str] = reactive("model", init=False)
+    headline: reactive[bool] = reactive(False, init=False)
 
     class RunProgress(Message):
         """One runner event, from the real-run worker."""
@@ -109,15 +125,19 @@ class LabScreen(Screen[None]):
         self._pending_progress: list[Event] = []
         self.content = LadderContent("model", "Ladder")
         self.last_run: LabResult | None = None
+        self._side_chosen = False  # s was pressed: the side panel stays as the user left it
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="banner")
         with Horizontal(id="lab-body"):
             with Vertical(id="lab-main"):
+                app = tfolab_app(self)
+                yield PredictForm(student=app.student, folder=app.results_folder, id="predict")
                 yield LadderView(id="ladder")
                 yield StepPanel(id="step")
             with VerticalScroll(id="lab-side"):
+                yield GradePanel(id="grades")
                 yield ParamsPanel(
                     self.lab, self.params.scenario, self.params.one_way_delay_ms, id="params"
                 )
@@ -127,9 +147,19 @@ class LabScreen(Screen[None]):
     def on_mount(self) -> None:
         self.title = self.lab.title
         self.query_one(ResultsPanel).display = False
+        self.query_one(GradePanel).display = False
         self._show_environment()
         self.simulate()
-        self.query_one(LadderView).focus()
+        if self.predicting:
+            self.query_one(PredictForm).focus_first()
+        else:
+            self.query_one(LadderView).focus()
+
+    @property
+    def predicting(self) -> bool:
+        """Must the student predict before the ladder of the current parameters shows?"""
+        p = self.params
+        return tfolab_app(self).predictions.needed(self.lab, p.scenario, p.settings, p.iterations)
 
     # --- state -> widgets ------------------------------------------------------
 
@@ -159,6 +189,9 @@ class LabScreen(Screen[None]):
         if result.measured:
             self._show_run(result)
 
+    def watch_headline(self, _headline: bool) -> None:
+        self.watch_ladder_view(self.ladder_view)
+
     def watch_ladder_view(self, _view: str) -> None:
         before = self.content
         self._show_ladder()
@@ -168,8 +201,56 @@ class LabScreen(Screen[None]):
     def _show_ladder(self) -> None:
         if self.result is None or not self.result.scenarios:
             return
-        self.content = ladder_content(self.result, self.ladder_view)
-        self.query_one(LadderView).show(self.content, self.result.delay_ms)
+        predicting = self.predicting
+        form = self.query_one(PredictForm)
+        ladder, step = self.query_one(LadderView), self.query_one(StepPanel)
+        if predicting:
+            self._ask(form)
+        form.display = predicting
+        ladder.display = step.display = not predicting
+        self._show_grades()
+        content = ladder_content(self.result, self.ladder_view)
+        if self.headline:
+            content = headline_only(content, self.result.scenarios[0])
+        self.content = content
+        ladder.show(self.content, self.result.delay_ms)
+
+    def _ask(self, form: PredictForm) -> None:
+        p, app = self.params, tfolab_app(self)
+        scenario = self.lab.scenario(p.scenario)
+        intro = intro_text(self.lab.headline, p.scenario, scenario.summary, p.one_way_delay_ms)
+        asked = app.predictions.quantities(self.lab, p.scenario, p.iterations)
+        typed = {**app.predictions.typed(self.lab, p.scenario, p.settings), **form.typed()}
+        form.ask(intro, asked, typed)
+
+    def _show_grades(self, saved: str = "") -> None:
+        if self.result is None:
+            return
+        graded = tfolab_app(self).predictions.grade(self.lab, self.params.settings, self.result)
+        self.query_one(GradePanel).show(graded, saved)
+
+    @on(PredictForm.Committed)
+    def _committed(self, event: PredictForm.Committed) -> None:
+        p, app = self.params, tfolab_app(self)
+        app.student = event.student
+        app.results_folder = str(event.folder or "")
+        app.predictions.commit(
+            self.lab, p.scenario, p.settings, event.predictions, event.student, event.folder
+        )
+        self.step = 0
+        self._show_ladder()
+        self._show_step()
+        self.query_one(LadderView).focus()
+        if self.result is not None:
+            saved = app.predictions.save(self.lab, p.settings, self.result)
+            self._show_grades(saved)
+            graded = app.predictions.grade(self.lab, p.settings, self.result)
+            if graded is not None:
+                self._banner(
+                    f"Your predictions: {graded.summary()} (the side panel says why; "
+                    "s shows it). Now step through the ladder, or r runs it for real.",
+                    "ok" if graded.model_right == len(graded.quantities) else "warning",
+                )
 
     def watch_step(self, step: int) -> None:
         self.query_one(LadderView).step = step
@@ -247,6 +328,23 @@ class LabScreen(Screen[None]):
         """Model -> captured -> both -> model."""
         self.ladder_view = VIEWS[(VIEWS.index(self.ladder_view) + 1) % len(VIEWS)]
 
+    def action_headline_only(self) -> None:
+        """The whole ladder <-> the headline path only (no warm-up, close-down, side notes)."""
+        self.headline = not self.headline
+
+    def action_jump(self) -> None:
+        """Ask for an iteration; go to its first step."""
+        if self.predicting or not self.events:
+            return
+        starts = iteration_starts(self.events)
+
+        def jump(iteration: int | None) -> None:
+            if iteration is not None and iteration in starts:
+                self.playing = False
+                self.step = starts[iteration]
+
+        self.app.push_screen(JumpScreen(list(starts)), jump)
+
     def action_save_pcap(self) -> None:
         """The last run's capture as a pcap in the current folder; the banner says where."""
         run = self.last_run
@@ -294,15 +392,24 @@ class LabScreen(Screen[None]):
     def action_guide(self) -> None:
         from tfolab.tui.screens.guide import GuideScreen
 
-        self.app.push_screen(GuideScreen(self.lab))
+        self.app.push_screen(GuideScreen(self.lab, reveal=tfolab_app(self).predictions.demo))
 
     def action_toggle_side(self) -> None:
         side = self.query_one("#lab-side")
         side.display = not side.display
+        self._side_chosen = True
+
+    def on_resize(self, event: Resize) -> None:
+        """On a narrow terminal the side panel starts folded away (s unfolds it)."""
+        if not self._side_chosen:
+            self.query_one("#lab-side").display = event.size.width >= SIDE_PANEL_MIN_WIDTH
 
     def action_back(self) -> None:
         if self.focused is not None and not isinstance(self.focused, LadderView):
-            self.query_one(LadderView).focus()
+            if self.predicting:
+                self.set_focus(None)
+            else:
+                self.query_one(LadderView).focus()
             return
         self.playing = False
         self.dismiss()
@@ -314,6 +421,10 @@ class LabScreen(Screen[None]):
     # --- the real run ------------------------------------------------------------
 
     def action_run(self) -> None:
+        if self.predicting:
+            self._banner("Predict first: enter your predictions (Enter), then run it.", "off")
+            self.query_one(PredictForm).focus_first()
+            return
         status = tfolab_app(self).real_runs
         if not status.possible:
             self._banner(f"Cannot run for real: {status.reason}. {status.fix}", "error")
@@ -365,6 +476,9 @@ class LabScreen(Screen[None]):
             self.result = result  # watch_result shows the run
         else:
             self._show_run(result)
+        saved = tfolab_app(self).predictions.save(self.lab, params.settings, result)
+        if params == self.params:
+            self._show_grades(saved)
 
     def _show_run(self, result: LabResult) -> None:
         """A measured result: the results panel, and the banner's verdict on it."""

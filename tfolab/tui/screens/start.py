@@ -2,7 +2,8 @@
 
 Rules:
 - Everything shown comes from labs/ (load_labs): titles, summaries, guides.
-  A new lab file appears here without code.
+  A new lab file appears here without code. The guides' answers are hidden
+  (tfolab.view.guide) except in demo mode; the lab's guide (g) reveals them.
 - Enter (or a click) on a scenario opens the lab screen on it; on a lab, on
   its first scenario. Highlighting only changes the guide and the summary.
 - A lab file that did not load is listed as BROKEN with its message
@@ -23,6 +24,7 @@ from textual.widgets import Footer, Header, Markdown, Static, Tree
 
 from tfolab.lab.catalog import BrokenLab, Lab
 from tfolab.tui.context import tfolab_app
+from tfolab.view.guide import guide_markdown
 
 # (lab name, scenario name or None for the lab), or a lab file that did not load
 NodeData = tuple[str, str | None] | BrokenLab
@@ -115,7 +117,10 @@ class StartScreen(Screen[None]):
         self.query_one("#summary", Static).update(summary)
         if self._guide_lab != lab_name:
             self._guide_lab = lab_name
-            self.query_one("#guide", Markdown).update(lab.guide_text())
+            reveal = tfolab_app(self).predictions.demo
+            self.query_one("#guide", Markdown).update(
+                guide_markdown(lab.guide_text(), reveal=reveal)
+            )
             self.query_one("#guide-pane").scroll_home(animate=False)
 
     def _show_broken(self, broken: BrokenLab) -> None:

@@ -6,6 +6,9 @@ Rules:
   valid set of parameters leaves it, as a ParamsPanel.Changed message.
 - Parsing is tfolab.lab.session's (parse_delay, the iteration range), so the UI accepts
   exactly what the command line accepts.
+- The preset select under the delay fills the delay field (LAN, continental,
+  transcontinental, satellite: tfolab.view.presets); typing a delay shows the
+  preset it matches, if any.
 - Choosing a scenario resets the switches to that scenario's own values;
   programmatic updates never echo back as user changes (prevent()).
 """
@@ -19,12 +22,14 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Select, Static
+from textual.widgets._select import NoSelection
 
 from tfolab.core.errors import UserError
 from tfolab.lab import session
 from tfolab.lab.catalog import Lab, LabScenario
 from tfolab.model.scenario import MAX_ITERATIONS
 from tfolab.view.knobs import Knob, knobs_for, settings_for
+from tfolab.view.presets import PRESETS, preset_for
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,12 @@ class ParamsPanel(VerticalScroll):
         yield Label("One-way delay (ms)", classes="field-label")
         yield Input(self._delay_text, id="delay", placeholder="e.g. 10")
         yield Static("", id="delay-error", classes="field-error")
+        yield Select(
+            [(preset.label(), preset.name) for preset in PRESETS],
+            prompt="preset D/RTT ms",
+            value=self._preset_value(),
+            id="preset",
+        )
         yield Label("Scenario", classes="field-label")
         yield Select(
             [(s.name, s.name) for s in self.lab.scenarios],
@@ -90,6 +101,13 @@ class ParamsPanel(VerticalScroll):
                 )
             else:
                 yield Checkbox(knob.label, bool(value), id=f"knob-{knob.field}", classes="knob")
+
+    def _preset_value(self) -> str | NoSelection:
+        try:
+            preset = preset_for(session.parse_delay(self._delay_text))
+        except UserError:
+            return Select.NULL
+        return preset.name if preset else Select.NULL
 
     def _lab_scenario(self) -> LabScenario:
         return self.lab.scenario(self._scenario)
@@ -141,7 +159,11 @@ class ParamsPanel(VerticalScroll):
         self.query_one("#iterations-error").display = False
 
     @on(Input.Changed)
-    def _input_changed(self, _event: Input.Changed) -> None:
+    def _input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "delay":
+            self._delay_text = event.value
+            with self.prevent(Select.Changed):
+                self.query_one("#preset", Select).value = self._preset_value()
         self._changed()
 
     @on(Checkbox.Changed)
@@ -150,6 +172,12 @@ class ParamsPanel(VerticalScroll):
 
     @on(Select.Changed)
     def _select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "preset":
+            preset = next((p for p in PRESETS if p.name == event.value), None)
+            if preset is not None:
+                # The delay field's own change message re-simulates.
+                self.query_one("#delay", Input).value = f"{preset.one_way_ms:g}"
+            return
         if event.select.id == "scenario" and isinstance(event.value, str):
             self.select_scenario(event.value, update_select=False)
         self._changed()

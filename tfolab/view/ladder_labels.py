@@ -1,0 +1,122 @@
+"""What the ladder writes: arrow labels that drop fields in order, notes that wrap.
+
+Rules:
+- Pure text. An arrow's label is built from its segment's fields, and when it
+  does not fit it drops them in this order: the SYN's option line, seq=,
+  ack=, the TFO word; flags and len= (what the segment carries) stay to the
+  last, and only then is the text cut with "…".
+- A SYN or SYN-ACK also has a second line, its options (MSS, SACK,
+  timestamps, window scale), in full or compact ("mss 65495 sack TS ws 10").
+- Side texts (application calls, timers, notes) wrap into their column, at
+  most MAX_TEXT_LINES lines (a note MAX_NOTE_LINES): a note longer than that
+  shows its head (up to its first " (" or ": "), the whole being in the step
+  panel; a text is cut with "…" only if even that does not fit.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from tfolab.model.events import Segment
+
+MAX_TEXT_LINES = 4  # an application call or timer
+MAX_NOTE_LINES = 4  # a note: its first clause if the whole does not fit
+_SEQ = re.compile(r" seq=\d+")
+_OPTION_WORDS = {"sackOK": "sack", "wscale": "ws"}
+
+
+def fit_label(label: str, room: int) -> str:
+    """A plain label in `room` columns: without its seq= part if that makes it fit, else cut."""
+    if len(label) <= room:
+        return label
+    shorter = _SEQ.sub("", label, count=1)
+    if len(shorter) <= room:
+        return shorter
+    return cut(shorter, room)
+
+
+def cut(text: str, room: int) -> str:
+    if len(text) <= room:
+        return text
+    return text[: max(room - 1, 0)] + "…" if room > 0 else ""
+
+
+def label_variants(segment: Segment) -> list[str]:
+    """The arrow's label, longest first, each dropping one more field."""
+    drawn = segment.label()
+    base = Segment.label(segment)
+    if drawn != base and not drawn.endswith(base):
+        return [drawn]  # a label of its own ("✓ kernel"): only cutting can shorten it
+    prefix = drawn[: len(drawn) - len(base)]
+    flags = ",".join(segment.flags)
+    seq = f"seq={segment.seq}"
+    ack = f"ack={segment.ack}" if segment.ack is not None else ""
+    length = f"len={segment.length}" if segment.length else ""
+    tfo = ""
+    if segment.cookie is not None:
+        tfo = "TFO req" if segment.cookie.length == 0 else "TFO cookie"
+    steps = [
+        [flags, seq, ack, length, tfo],
+        [flags, ack, length, tfo],
+        [flags, length, tfo],
+        [flags, length],
+    ]
+    variants: list[str] = []
+    for fields in steps:
+        text = prefix + " ".join(f for f in fields if f)
+        if text not in variants:
+            variants.append(text)
+    return variants
+
+
+def option_variants(segment: Segment) -> list[str]:
+    """A SYN's options line (full, then compact), or [] for other segments."""
+    if "SYN" not in segment.flags:
+        return []
+    options = [o for o in segment.options if not o.startswith("TFO")]
+    if not options:
+        return []
+    full = " ".join(options)
+    compact = " ".join(_compact(o) for o in options)
+    return [full] if full == compact else [full, compact]
+
+
+def _compact(option: str) -> str:
+    name, _, value = option.partition(" ")
+    short = _OPTION_WORDS.get(name, name)
+    return f"{short} {value}".strip()
+
+
+_SIDE_PREFIX = re.compile(r"^(client|server):?\s+")
+
+
+def note_text(text: str) -> str:
+    return "• " + _SIDE_PREFIX.sub("", text)
+
+
+def note_heads(text: str) -> list[str]:
+    """Shorter forms of a note, longest first: up to its first " (", its first ": "."""
+    heads = []
+    for sep in (" (", ": "):
+        head = text.split(sep, 1)[0]
+        if head != text and len(head) >= 12 and head not in heads:
+            heads.append(head)
+    return sorted(heads, key=len, reverse=True)
+
+
+def side_lines(text: str, width: int, *, is_note: bool = False) -> list[str]:
+    """A side text wrapped into `width` columns: at most MAX_TEXT_LINES (MAX_NOTE_LINES) lines."""
+    width = max(width, 4)
+    most = MAX_NOTE_LINES if is_note else MAX_TEXT_LINES
+    lines = textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False) or [""]
+    if len(lines) <= most:
+        return lines
+    if is_note:
+        for head in note_heads(text):
+            short = textwrap.wrap(head, width, break_on_hyphens=False, break_long_words=False)
+            if len(short) <= most:
+                return short
+    lines = lines[:most]
+    lines[-1] = cut(lines[-1] + " …", width) if len(lines[-1]) + 2 > width else lines[-1] + " …"
+    return lines
