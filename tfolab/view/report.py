@@ -220,9 +220,10 @@ def app_words(scenario: ScenarioResult) -> str:
     predicted = f"{model.get('accepted', 0)}, {model.get('requests', 0)}"
     if not scenario.app:
         return f"model: {predicted}"
+    accepted, requests = scenario.app["accepted"], scenario.app["requests"]
     return (
-        f"{scenario.app['accepted']} connections, {scenario.app['requests']} requests "
-        f"(model {predicted})"
+        f"{accepted} connection{'s' * (accepted != 1)}, "
+        f"{requests} request{'s' * (requests != 1)} (model {predicted})"
     )
 
 
