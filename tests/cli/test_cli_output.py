@@ -187,3 +187,12 @@ def test_normal_scheduling_widens_the_band_by_the_hosts_slice() -> None:
     rt, normal = accuracy_for("nfqueue", True), accuracy_for("nfqueue", False)
     assert rt.per_packet_delay_error_ms == normal.per_packet_delay_error_ms
     assert normal.host_overhead_ms - rt.host_overhead_ms == 3.0
+
+
+def test_one_iteration_still_gives_the_replay_something_to_replay(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["simulate", "fastopen", "--delay", "10", "--iterations", "1", "--json"]) == 0
+    scenarios = {s["name"]: s for s in json.loads(capsys.readouterr().out)["scenarios"]}
+    assert len(scenarios["replay"]["iterations"]) == 2
+    assert len(scenarios["cookie"]["iterations"]) == 1

@@ -52,7 +52,8 @@ def scenario_arguments(parser: argparse.ArgumentParser) -> None:
         "--iterations",
         type=int,
         metavar="N",
-        help="iterations per scenario (default: the lab's)",
+        help="iterations per scenario (default: the lab's; a replay scenario runs at least "
+        "2: one to replay, then the replay)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.add_argument(

@@ -233,6 +233,9 @@ def parse_set_options(pairs: list[str]) -> dict[str, str]:
     return settings
 
 
+REPLAY_MIN_ITERATIONS = 2
+
+
 def plan(
     lab: Lab,
     scenario: str | None = None,
@@ -261,14 +264,10 @@ def plan(
             raise UserError(
                 f"{where}{err}", "change or drop that --set; see the lab's guide"
             ) from None
-        planned.append(
-            PlannedScenario(
-                lab_scenario.name,
-                lab_scenario.summary,
-                iterations or lab_scenario.iterations,
-                config,
-            )
-        )
+        count = iterations or lab_scenario.iterations
+        if config.replay_syn:
+            count = max(count, REPLAY_MIN_ITERATIONS)  # something to replay, then the replay
+        planned.append(PlannedScenario(lab_scenario.name, lab_scenario.summary, count, config))
     return planned
 
 
