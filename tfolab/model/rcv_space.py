@@ -29,9 +29,11 @@ Rules, each after the kernel function it names (times do not matter here):
 - `select_window` (__tcp_select_window) and `advertise` (tcp_select_window:
   the window never shrinks below what the peer may still send).
 
-Truesize is an estimate of the kernel's accounting (a 1 KiB kmalloc head
-before 6.3, the 640-byte skb_small_head_cache after), good to a few hundred
-bytes; the decisions the labs exercise are thousands of bytes from the edge.
+Truesize is an estimate of the kernel's accounting: payload plus the skb's
+head, sk_buff and shared info, 1280 bytes before 6.3 (a 1 KiB kmalloc head)
+and 896 after (the 640-byte skb_small_head_cache), good to a few hundred
+bytes; the decisions the labs exercise are hundreds to thousands of bytes
+from the edge.
 """
 
 from __future__ import annotations
