@@ -60,6 +60,13 @@ def main() -> int:
         delay.notes.append(scheduling)
         network = LabNetwork(delay.backend, delay.delay_ms, server)
         capture_off = _open_capture(network)
+        if capture_off and any(s.config.replay_syn for s in job.scenarios):
+            # Before any scenario measures: the replay resends a captured SYN.
+            raise UserError(
+                f"the replay scenario resends a captured SYN, but {capture_off}",
+                "run as root where AF_PACKET sockets are allowed (see `tfolab doctor`), "
+                "or leave out --scenario replay",
+            )
         installed = delay
 
         def report_setup() -> None:
