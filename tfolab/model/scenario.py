@@ -170,7 +170,8 @@ class ScenarioConfig:
         syn_room = min(min(self.mtu, 65535) - 80, 32768)  # fastopen.syn_data_space
         needs = {
             "client_fastopen": self.client_fastopen != "off",
-            "pattern": self.pattern == "rr" and self.fresh_connection_each_iteration,
+            "pattern": self.pattern == "rr",
+            "fresh_connection_each_iteration": self.fresh_connection_each_iteration,
             "cookie_cache": self.cookie_cache == "warm",
             "server_fastopen_qlen": self.server_fastopen_qlen > 0,
             "fastopen_sysctl": self.fastopen_sysctl & 0x3 == 0x3,
