@@ -269,10 +269,23 @@ def layout(
     for arrow in arrows:
         grid.time(arrow.first, arrow.send.time_ms, arrow.send.owner)
         seen(arrow.send.owner, arrow.first, arrow.last)
+    measured = [(mark, row) for mark, row in texts if mark.kind == "measured"]
     for mark, row in texts:
+        if mark.kind == "measured":
+            continue
         first, last = grid.side_text(mark, row)
         grid.time(first, mark.time_ms, mark.owner)
         seen(mark.owner, first, last)
+    for mark, row in measured:
+        # The measured time, before any label: one line between the axes near its
+        # moment (on blank cells), else beside the client's axis.
+        near = sorted(range(max(row - 3, 0), row + 10), key=lambda r: (abs(r - row), r))
+        spot = grid.free_stretch(mark.text, near)
+        if spot is not None:
+            grid.write(spot[0], spot[1], mark.text, "measured", NO_OWNER)
+            grid.labels.update((spot[0], spot[1] + k) for k in range(len(mark.text)))
+        else:
+            grid.side_text(mark, row)
     for arrow in arrows:
         used = grid.label(arrow)
         seen(arrow.send.owner, min(used), max(used))
@@ -556,6 +569,9 @@ class _Grid:
         row, x = spot
         self.write(row, x, text, role, owner)
         self.labels.update((row, x + offset) for offset in range(len(text)))
+
+    def free_stretch(self, text: str, rows: Sequence[int]) -> tuple[int, int] | None:
+        return self._anywhere(text, rows)
 
     def _anywhere(self, text: str, rows: Sequence[int]) -> tuple[int, int] | None:
         """The first blank stretch between the axes (with a blank each side) on `rows`."""
