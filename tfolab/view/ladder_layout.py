@@ -607,32 +607,32 @@ class _Grid:
                     placed_row = spot[0]
                     break
         if placed_row is None:
-            # The last resort: over the arrow's own first run, fields dropped, then cut.
+            # The last resort: over strokes (never another label or an arrowhead), on
+            # the arrow's own rows, fields dropped, then cut; else no label (the step
+            # panel says it all).
             g = self.geometry
-            row = arrow.runs[0][0]
-            span = g.server_x - g.client_x - 3  # off the cells where arrowheads land
+            left, right = g.client_x + 2, g.server_x - 2
+            span = right - left + 1
             variants = [v for v in label_variants(arrow.event) if len(v) <= span] or [
                 cut(label_variants(arrow.event)[-1], span)
             ]
-
-            def start(text: str) -> int:
-                return g.client_x + 2 if arrow.send.side == "client" else g.server_x - 1 - len(text)
-
-            def free(text: str) -> bool:
-                x = start(text)
-                cells = {(row, x + offset) for offset in range(len(text) + 1)}
-                return not cells & (self.labels | self.heads)
-
-            text = next((v for v in variants if free(v)), variants[-1])
-            x = start(text)
-            if text.startswith("✓"):
+            if variants[0].startswith("✓"):
                 return [arrow.first]  # only "as the model": the step panel says it
-            for offset, char in enumerate(text):
-                cell = (row, x + offset)
-                if cell not in self.heads and cell not in self.labels:
-                    self.set(row, x + offset, char, role, owner)
-                    self.labels.add(cell)
-            placed_row = row
+            taken = self.labels | self.heads
+            for text in variants:
+                for row in rows:
+                    for x in range(left, right - len(text) + 2):
+                        cells = {(row, x + offset) for offset in range(-1, len(text) + 1)}
+                        if not cells & taken:
+                            self._write_label((row, x), text, role, owner)
+                            placed_row = row
+                            break
+                    if placed_row is not None:
+                        break
+                if placed_row is not None:
+                    break
+            if placed_row is None:
+                return [arrow.first]
         later = [row for row in rows if row > placed_row]
         for variant in option_variants(arrow.event):
             spot = self._spot(arrow, variant, later)
