@@ -13,10 +13,13 @@ Rules:
 - Lanes: arrows that would run over one another (sent together, the same
   way) move down a row or more *as a whole*, so their length, and with it
   the scale, stays; they never share a stroke.
-- Side texts (application calls, timers, notes, the measured marker) live
-  in the columns beside the axes, wrapped (tfolab.view.ladder_labels),
-  stacked below one another when they fall on the same row; arrows never
-  enter those columns.
+- Side texts (application calls, timers, notes) live in the columns beside
+  the axes, wrapped (tfolab.view.ladder_labels), stacked below one another
+  when they fall on the same row; arrows never enter those columns. The
+  gutter states a time only on the row that event starts on by its time (or
+  its lane); a text pushed down by others has none (the step panel has it).
+- The measured marker goes on one line between the axes, near its moment,
+  on blank cells, before the labels.
 - Labels are placed last, on an arrow's own rows, beside its stroke and only
   on blank cells, so no label covers a stroke or another label; a label
   that finds no room drops fields (ladder_labels.label_variants), and only
@@ -274,7 +277,10 @@ def layout(
         if mark.kind == "measured":
             continue
         first, last = grid.side_text(mark, row)
-        grid.time(first, mark.time_ms, mark.owner)
+        if first == row:
+            # A text pushed down by others at the same moment gets no time of its
+            # own: the gutter only states times on their own rows.
+            grid.time(first, mark.time_ms, mark.owner)
         seen(mark.owner, first, last)
     for mark, row in measured:
         # The measured time, before any label: one line between the axes near its
@@ -314,7 +320,9 @@ class _Grid:
     def __init__(self, geometry: Geometry) -> None:
         self.geometry = geometry
         self.rows: list[list[Cell]] = []
-        self.strokes: dict[tuple[int, int], int] = {}  # horizontal-run cells -> owner
+        # stroke cells -> the side their arrow left from: arrows the same way must not
+        # share strokes (they would merge); arrows the other way cross, as in any ladder.
+        self.strokes: dict[tuple[int, int], str] = {}
         self.heads: set[tuple[int, int]] = set()  # arrowheads: never drawn over
         self.labels: set[tuple[int, int]] = set()  # label cells: never drawn over
         self.side_rows: dict[str, set[int]] = {"client": set(), "server": set()}
@@ -475,19 +483,25 @@ class _Grid:
     def place_arrow(self, event: Segment, send: Mark, first: int, last: int, role: str) -> _Arrow:
         """The arrow in the first lane (0..MAX_LANES rows down) where it shares no stroke.
 
-        Crossing another arrow in one cell is fine; touching an arrowhead is not.
+        Crossing an arrow that goes the other way is fine (that is a ladder);
+        sharing more than a cell with one that goes the same way (they would
+        merge), or touching an arrowhead, is not.
         """
         best: tuple[int, float] | None = None
         # A captured arrow that agrees with the model's (the "both" view) is the
         # same flight: it is drawn over the model's, in its own style, no lane.
         same = role != event.sender and event.label().startswith("✓")
         lanes = 0 if same else MAX_LANES
-        for lane in range(lanes + 1):
+        lane = 0
+        while lane <= lanes or (
+            not same and best is not None and best[1] >= 100 and lane <= 4 * MAX_LANES
+        ):
+            # Beyond MAX_LANES only to keep an arrowhead visible (bursts at a tiny delay).
             runs = self._runs(send.side, first + lane, last + lane)
             cells = [(row, x) for row, a, b in runs for x in range(a, b + 1)]
             row, a, b = runs[-1]
             head = (row, b if send.side == "client" else a)
-            shared = sum(1 for cell in cells if cell in self.strokes)
+            shared = sum(1 for cell in cells if self.strokes.get(cell) == send.side)
             touches = any(cell in self.heads for cell in cells) or head in self.strokes
             cost = shared + (100 if touches else 0)
             if cost <= 1:
@@ -495,6 +509,7 @@ class _Grid:
                 break
             if best is None or cost < best[1]:
                 best = (lane, cost)
+            lane += 1
         lane = best[0] if best else 0
         arrow = _Arrow(
             event,
@@ -536,7 +551,7 @@ class _Grid:
                 char = "┼"  # two arrows cross here
             self.set(row, x, char, arrow.role, owner)
             if register:
-                self.strokes.setdefault((row, x), owner)
+                self.strokes.setdefault((row, x), side)
         row, a, b = runs[-1]
         head = b if side == "client" else a
         self.set(row, head, "▶" if side == "client" else "◀", arrow.role, owner)
