@@ -129,12 +129,15 @@ async def test_the_guide_hides_its_answers_until_a(make_app) -> None:
 
 def test_every_answer_of_every_guide_is_hidden() -> None:
     labs = Path(__file__).resolve().parents[2] / "tfolab" / "lab" / "labs"
+    answered = 0
     for guide in labs.glob("*.md"):
         text = guide.read_text()
         hidden, count = hide_answers(text)
-        assert count == text.count("\n> Answer:") > 0
+        assert count == text.count("\n> Answer:")
         assert "> Answer:" not in hidden
         assert hidden.count("**") >= text.count("\n**")  # the questions stay
+        answered += count > 0
+    assert answered >= 3
 
 
 async def test_a_preset_fills_the_delay(make_app) -> None:
