@@ -168,3 +168,18 @@ def test_a_missing_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["grade", str(tmp_path)]) == 0
     assert "No attempts saved here yet." in capsys.readouterr().out
+
+
+def test_demo_flag_reaches_the_ui(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tfolab.tui.app
+
+    seen: list[bool] = []
+
+    def fake_run_app(*, demo: bool = False) -> int:
+        seen.append(demo)
+        return 0
+
+    monkeypatch.setattr(tfolab.tui.app, "run_app", fake_run_app)
+    assert cli.main(["--demo"]) == 0
+    assert cli.main([]) == 0
+    assert seen == [True, False]

@@ -78,14 +78,18 @@ def test_simultaneous_arrows_take_lanes_without_sharing_strokes() -> None:
 @pytest.mark.parametrize(("lab", "scenario"), every_scenario())
 @pytest.mark.parametrize("width", WIDTHS)
 def test_nothing_is_cut(lab: str, scenario: str, width: int) -> None:
+    """At 120x36 nothing is cut; at 80x24 no arrow's label (a side note may show its head)."""
     result = result_of(lab, scenario, 10)
     for content in (
         ladder_content(result, "model"),
         headline_only(ladder_content(result, "model"), result.scenarios[0]),
     ):
         ladder = layout(content.events, width, 10, content.markers)
-        assert not [row for row in ladder.text() if "…" in row]
-        assert all(len(row) == width for row in ladder.text())
+        g = ladder.geometry
+        rows = ladder.text()
+        between = [row[g.client_x : g.server_x + 1] for row in rows]
+        assert not [row for row in (rows if width == WIDTHS[0] else between) if "…" in row]
+        assert all(len(row) == width for row in rows)
 
 
 def test_labels_drop_fields_in_order() -> None:

@@ -58,3 +58,47 @@ async def test_real_run_fills_the_table(
         assert f"measured {measured[0]:.1f} ms" in text
         if delaying_machine.delay_backend != "none":
             assert min(measured) >= 2 * 5.0 * 0.9  # at least one delayed round trip
+
+
+async def test_predict_run_and_see_the_grade(make_app, delaying_machine, tmp_path) -> None:
+    """Predict first, run for real, and the grade against the measurement is shown and saved."""
+    import json
+
+    from textual.widgets import Input
+
+    from tfolab.tui.widgets.predict import GradePanel
+
+    app = make_app(demo=False, open_lab="handshake", open_scenario="plain")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LabScreen) and screen.predicting
+        for selector, text in (
+            ("#predict-0", "2 RTT"),
+            ("#predict-1", "4D"),
+            ("#student", "Ada"),
+            ("#results-dir", str(tmp_path)),
+        ):
+            field = screen.query_one(selector, Input)
+            field.value = text
+        screen.query_one("#predict-0", Input).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not screen.predicting
+        await _run_and_wait(pilot, screen)
+        result = screen.result
+        assert result is not None and result.measured, str(
+            screen.query_one("#banner", Static).render()
+        )
+        grades = str(screen.query_one(GradePanel).render())
+        assert "measured" in grades
+        saved = sorted(tmp_path.glob("ada-handshake-plain-*.json"))
+        assert len(saved) == 1  # the run's measurement went into the committed attempt
+        data = json.loads(saved[0].read_text())
+        measured = [m.measured_ms for m in result.scenarios[0].measurements]
+        assert data["measured"]["iteration 1"][0] == round(measured[0], 3)
+        assert data["grade"]["measured_right"] is not None
+        if delaying_machine.delay_backend != "none":
+            # 2 RTT at D = 10 ms is the model's 40 ms: right within its allowance, if the
+            # kernel agrees with the model (the band tests say whether it does).
+            assert data["grade"]["model_right"] == 2

@@ -9,8 +9,8 @@ Rules:
   timestamps, window scale), in full or compact ("mss 65495 sack TS ws 10").
 - Side texts (application calls, timers, notes) wrap into their column, at
   most MAX_TEXT_LINES lines (a note MAX_NOTE_LINES): a note longer than that
-  shows its head (up to its first " (" or ": "), the whole being in the step
-  panel; a text is cut with "…" only if even that does not fit.
+  shows its longest head that fits (the text up to the end of a clause), the
+  whole being in the step panel; a text is cut with "…" only if no head fits.
 """
 
 from __future__ import annotations
@@ -95,13 +95,13 @@ def note_text(text: str) -> str:
     return "• " + _SIDE_PREFIX.sub("", text)
 
 
+_CLAUSE_END = re.compile(r"(?=: |; |, | \(| — )")
+
+
 def note_heads(text: str) -> list[str]:
-    """Shorter forms of a note, longest first: up to its first " (", its first ": "."""
-    heads = []
-    for sep in (" (", ": "):
-        head = text.split(sep, 1)[0]
-        if head != text and len(head) >= 12 and head not in heads:
-            heads.append(head)
+    """Shorter forms of a note, longest first: the text up to the end of a clause
+    (before ": ", "; ", ", ", " (" or " — "), at least 12 characters long."""
+    heads = {text[: m.start()] for m in _CLAUSE_END.finditer(text) if m.start() >= 12}
     return sorted(heads, key=len, reverse=True)
 
 

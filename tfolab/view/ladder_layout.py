@@ -13,10 +13,13 @@ Rules:
 - Lanes: arrows that would run over one another (sent together, the same
   way) move down a row or more *as a whole*, so their length, and with it
   the scale, stays; they never share a stroke.
-- Side texts (application calls, timers, notes, the measured marker) live
-  in the columns beside the axes, wrapped (tfolab.view.ladder_labels),
-  stacked below one another when they fall on the same row; arrows never
-  enter those columns.
+- Side texts (application calls, timers, notes) live in the columns beside
+  the axes, wrapped (tfolab.view.ladder_labels), stacked below one another
+  when they fall on the same row; arrows never enter those columns. The
+  gutter states a time only on the row that event starts on by its time (or
+  its lane); a text pushed down by others has none (the step panel has it).
+- The measured marker goes on one line between the axes, near its moment,
+  on blank cells, before the labels.
 - Labels are placed last, on an arrow's own rows, beside its stroke and only
   on blank cells, so no label covers a stroke or another label; a label
   that finds no room drops fields (ladder_labels.label_variants), and only
@@ -269,10 +272,26 @@ def layout(
     for arrow in arrows:
         grid.time(arrow.first, arrow.send.time_ms, arrow.send.owner)
         seen(arrow.send.owner, arrow.first, arrow.last)
+    measured = [(mark, row) for mark, row in texts if mark.kind == "measured"]
     for mark, row in texts:
+        if mark.kind == "measured":
+            continue
         first, last = grid.side_text(mark, row)
-        grid.time(first, mark.time_ms, mark.owner)
+        if first == row:
+            # A text pushed down by others at the same moment gets no time of its
+            # own: the gutter only states times on their own rows.
+            grid.time(first, mark.time_ms, mark.owner)
         seen(mark.owner, first, last)
+    for mark, row in measured:
+        # The measured time, before any label: one line between the axes near its
+        # moment (on blank cells), else beside the client's axis.
+        near = sorted(range(max(row - 3, 0), row + 10), key=lambda r: (abs(r - row), r))
+        spot = grid.free_stretch(mark.text, near)
+        if spot is not None:
+            grid.write(spot[0], spot[1], mark.text, "measured", NO_OWNER)
+            grid.labels.update((spot[0], spot[1] + k) for k in range(len(mark.text)))
+        else:
+            grid.side_text(mark, row)
     for arrow in arrows:
         used = grid.label(arrow)
         seen(arrow.send.owner, min(used), max(used))
@@ -301,7 +320,9 @@ class _Grid:
     def __init__(self, geometry: Geometry) -> None:
         self.geometry = geometry
         self.rows: list[list[Cell]] = []
-        self.strokes: dict[tuple[int, int], int] = {}  # horizontal-run cells -> owner
+        # stroke cells -> the side their arrow left from: arrows the same way must not
+        # share strokes (they would merge); arrows the other way cross, as in any ladder.
+        self.strokes: dict[tuple[int, int], str] = {}
         self.heads: set[tuple[int, int]] = set()  # arrowheads: never drawn over
         self.labels: set[tuple[int, int]] = set()  # label cells: never drawn over
         self.side_rows: dict[str, set[int]] = {"client": set(), "server": set()}
@@ -462,19 +483,25 @@ class _Grid:
     def place_arrow(self, event: Segment, send: Mark, first: int, last: int, role: str) -> _Arrow:
         """The arrow in the first lane (0..MAX_LANES rows down) where it shares no stroke.
 
-        Crossing another arrow in one cell is fine; touching an arrowhead is not.
+        Crossing an arrow that goes the other way is fine (that is a ladder);
+        sharing more than a cell with one that goes the same way (they would
+        merge), or touching an arrowhead, is not.
         """
         best: tuple[int, float] | None = None
         # A captured arrow that agrees with the model's (the "both" view) is the
         # same flight: it is drawn over the model's, in its own style, no lane.
         same = role != event.sender and event.label().startswith("✓")
         lanes = 0 if same else MAX_LANES
-        for lane in range(lanes + 1):
+        lane = 0
+        while lane <= lanes or (
+            not same and best is not None and best[1] >= 100 and lane <= 4 * MAX_LANES
+        ):
+            # Beyond MAX_LANES only to keep an arrowhead visible (bursts at a tiny delay).
             runs = self._runs(send.side, first + lane, last + lane)
             cells = [(row, x) for row, a, b in runs for x in range(a, b + 1)]
             row, a, b = runs[-1]
             head = (row, b if send.side == "client" else a)
-            shared = sum(1 for cell in cells if cell in self.strokes)
+            shared = sum(1 for cell in cells if self.strokes.get(cell) == send.side)
             touches = any(cell in self.heads for cell in cells) or head in self.strokes
             cost = shared + (100 if touches else 0)
             if cost <= 1:
@@ -482,6 +509,7 @@ class _Grid:
                 break
             if best is None or cost < best[1]:
                 best = (lane, cost)
+            lane += 1
         lane = best[0] if best else 0
         arrow = _Arrow(
             event,
@@ -523,7 +551,7 @@ class _Grid:
                 char = "┼"  # two arrows cross here
             self.set(row, x, char, arrow.role, owner)
             if register:
-                self.strokes.setdefault((row, x), owner)
+                self.strokes.setdefault((row, x), side)
         row, a, b = runs[-1]
         head = b if side == "client" else a
         self.set(row, head, "▶" if side == "client" else "◀", arrow.role, owner)
@@ -556,6 +584,9 @@ class _Grid:
         row, x = spot
         self.write(row, x, text, role, owner)
         self.labels.update((row, x + offset) for offset in range(len(text)))
+
+    def free_stretch(self, text: str, rows: Sequence[int]) -> tuple[int, int] | None:
+        return self._anywhere(text, rows)
 
     def _anywhere(self, text: str, rows: Sequence[int]) -> tuple[int, int] | None:
         """The first blank stretch between the axes (with a blank each side) on `rows`."""
@@ -591,32 +622,32 @@ class _Grid:
                     placed_row = spot[0]
                     break
         if placed_row is None:
-            # The last resort: over the arrow's own first run, fields dropped, then cut.
+            # The last resort: over strokes (never another label or an arrowhead), on
+            # the arrow's own rows, fields dropped, then cut; else no label (the step
+            # panel says it all).
             g = self.geometry
-            row = arrow.runs[0][0]
-            span = g.server_x - g.client_x - 3  # off the cells where arrowheads land
+            left, right = g.client_x + 2, g.server_x - 2
+            span = right - left + 1
             variants = [v for v in label_variants(arrow.event) if len(v) <= span] or [
                 cut(label_variants(arrow.event)[-1], span)
             ]
-
-            def start(text: str) -> int:
-                return g.client_x + 2 if arrow.send.side == "client" else g.server_x - 1 - len(text)
-
-            def free(text: str) -> bool:
-                x = start(text)
-                cells = {(row, x + offset) for offset in range(len(text) + 1)}
-                return not cells & (self.labels | self.heads)
-
-            text = next((v for v in variants if free(v)), variants[-1])
-            x = start(text)
-            if text.startswith("✓"):
+            if variants[0].startswith("✓"):
                 return [arrow.first]  # only "as the model": the step panel says it
-            for offset, char in enumerate(text):
-                cell = (row, x + offset)
-                if cell not in self.heads and cell not in self.labels:
-                    self.set(row, x + offset, char, role, owner)
-                    self.labels.add(cell)
-            placed_row = row
+            taken = self.labels | self.heads
+            for text in variants:
+                for row in rows:
+                    for x in range(left, right - len(text) + 2):
+                        cells = {(row, x + offset) for offset in range(-1, len(text) + 1)}
+                        if not cells & taken:
+                            self._write_label((row, x), text, role, owner)
+                            placed_row = row
+                            break
+                    if placed_row is not None:
+                        break
+                if placed_row is not None:
+                    break
+            if placed_row is None:
+                return [arrow.first]
         later = [row for row in rows if row > placed_row]
         for variant in option_variants(arrow.event):
             spot = self._spot(arrow, variant, later)

@@ -90,7 +90,7 @@ class LabScreen(Screen[None]):
         Binding("r", "run", "Run for real"),
         Binding("c", "cycle_view", "Model/captured", show=False),
         Binding("h", "headline_only", "Headline path"),
-        Binding("i", "jump", "Iteration…"),
+        Binding("i", "jump", "Iteration"),
         Binding("w", "save_pcap", "Save pcap", show=False),
         Binding("g", "guide", "Guide"),
         Binding("s", "toggle_side", "Panel", show=False),
