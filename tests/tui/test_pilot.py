@@ -197,3 +197,28 @@ def test_help_lists_every_binding() -> None:
         for binding in screen.BINDINGS:
             for key in binding.key.split(",") if hasattr(binding, "key") else [binding[0]]:
                 assert aliases.get(key, key) in listed, key
+
+
+async def test_the_replay_scenario_shows_the_request_delivered_twice(make_app) -> None:
+    """Stepping through fastopen/replay: the raw-socket resend, the second child, the RSTs."""
+    app = make_app(open_lab="fastopen", open_scenario="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LabScreen)
+        assert screen.params.scenario == "replay"
+        panel = screen.query_one(StepPanel)
+        seen: list[str] = []
+        for _ in range(len(screen.events)):
+            seen.append(panel.text.plain)
+            await pilot.press("n")
+        text = "\n".join(seen)
+        assert "raw socket" in text  # the attacker's resend of iteration 1's SYN
+        last = screen.params.iterations  # the replay is the scenario's last iteration
+        for iteration in (1, last):
+            heading = f"iteration {iteration} "
+            assert any(heading in t.split("\n", 1)[0] and "read() 16 B" in t for t in seen), (
+                f"the server application reads the request in iteration {iteration}"
+            )
+        assert "RST" in text
+        assert "TIME_WAIT" in text
