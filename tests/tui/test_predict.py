@@ -200,3 +200,19 @@ async def test_jump_to_an_iteration_and_the_headline_path(make_app) -> None:
         await pilot.press("h")
         await pilot.pause()
         assert "headline path only" not in screen.content.title
+
+
+def test_the_form_names_the_setup_never_the_outcome() -> None:
+    """Every scenario's summary reads 'setup: outcome'; the form shows the setup only."""
+    from tfolab.lab.catalog import load_labs
+    from tfolab.tui.widgets.predict import intro_text
+
+    for lab in load_labs():
+        for scenario in lab.scenarios:
+            shown = intro_text(lab.headline, scenario.name, scenario.summary, 10).plain
+            if ":" in scenario.summary:
+                outcome = scenario.summary.split(":", 1)[1].strip()
+                assert outcome not in shown, f"{lab.name}/{scenario.name} gives away {outcome!r}"
+    cookie = next(s for s in next(x for x in load_labs() if x.name == "fastopen").scenarios
+                  if s.name == "cookie")  # fmt: skip
+    assert "round trip saved" not in intro_text("", "cookie", cookie.summary, 10).plain

@@ -151,10 +151,19 @@ def _show(field: Input, message: Static, problem: str) -> None:
     message.update(problem)
 
 
+def setup_words(summary: str) -> str:
+    """What a scenario sets up, without what happens: a summary reads 'setup: outcome'.
+
+    The predict form shows only the part before the first colon, so it never
+    gives the answer away ("a cookie is cached", not "... one round trip saved").
+    """
+    return summary.split(":", 1)[0].strip()
+
+
 def intro_text(headline: str, scenario: str, summary: str, delay_ms: float) -> Text:
     text = Text()
     text.append("Predict first", style="bold")
-    text.append(f" · {scenario}: {summary}\n", style="")
+    text.append(f" · {scenario}: {setup_words(summary)}\n", style="")
     text.append("Headline: ", style="bold")
     text.append(f"{headline or 'the measured time of each iteration'}.\n")
     text.append(
