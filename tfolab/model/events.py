@@ -165,7 +165,11 @@ class Recorder:
     events: list[Event] = field(default_factory=list)
 
     def _id(self) -> int:
-        return len(self.events) + 1
+        return len(self.events) + 1  # ids are 1, 2, 3, ... in creation order
+
+    def get(self, event_id: int) -> Event:
+        """The event with this id (ids are dense: see _id)."""
+        return self.events[event_id - 1]
 
     def _add(self, event: Event) -> Event:
         self.events.append(event)

@@ -173,7 +173,7 @@ class TimeWaitPeer:
             return  # tcp_oow_rate_limited: TCPACKSkippedTimeWait
         if limited:
             self.last_oow_ack_ns = now
-        what = "SYN-ACK" if wire.syn else f"{wire.what}"
+        what = "SYN-ACK" if wire.syn else wire.what
         self._ack(
             now,
             wire,
@@ -285,4 +285,4 @@ def reset_stale_ack(sock: TcpSock, now: int, wire: Wire) -> None:
 
 
 def _event_connection(recorder: Recorder, event_id: int) -> int:
-    return recorder.events[event_id - 1].connection
+    return recorder.get(event_id).connection
