@@ -278,7 +278,7 @@ def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> 
                     )
                 aligned.append(Pair(ours, theirs, sentence))
             continue
-        if tag in ("replace", "delete") and a1 - a0 == b1 - b0:
+        if tag == "replace" and a1 - a0 == b1 - b0:
             for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
                 aligned.append(
                     Pair(
