@@ -109,3 +109,37 @@ def test_at_d0_the_ack_behind_a_read_may_merge_in_the_backlog() -> None:
 
 def test_with_a_delay_the_application_is_idle_and_every_ack_is_certain() -> None:
     assert not [a for a in _server_acks(10) if a.race]
+
+
+def test_pacing_cuts_a_write_into_gso_packets_of_two_at_20ms() -> None:
+    from tfolab.model.pacing import tso_segs
+
+    assert tso_segs(1448, None, 0) is None  # no RTT sample yet: unlimited
+    assert tso_segs(1448, 20_000_000, 0) == 2  # D = 10: 1414 bytes per 1/1024 s, at least 2
+    assert tso_segs(1448, 2_000_000, 0) == 9  # D = 1
+    assert tso_segs(1448, 100_000, 0) == 195  # D ~ 0: nothing to cut
+
+
+def _server_data(delay_ms: float) -> list[Segment]:
+    item = scenario("fastopen", "large-data")
+    sim = simulate(item.config, one_way_delay_ms=delay_ms, iterations=1)
+    return [
+        e for e in sim.events
+        if isinstance(e, Segment) and e.sender == "server" and e.length and e.connection == 1
+    ]  # fmt: skip
+
+
+def test_at_d10_the_response_carries_a_forced_psh_in_the_middle() -> None:
+    """Captured with CUBIC (Debian 6.1 in CI's VM): 1448 . | 1448 P | 104 P.
+
+    tcp_tso_autosize gives 2 segments per GSO packet at a 20 ms RTT, and
+    __tcp_transmit_skb forces PSH on every GSO packet of more than one.
+    """
+    flags = [("PSH" in e.flags, e.length) for e in _server_data(10)]
+    assert flags == [(False, 1448), (True, 1448), (True, 104)]
+    assert "__tcp_transmit_skb" in _server_data(10)[1].explanation
+
+
+def test_at_d0_the_response_is_one_gso_packet() -> None:
+    flags = [("PSH" in e.flags, e.length) for e in _server_data(0)]
+    assert flags == [(False, 1448), (False, 1448), (True, 104)]

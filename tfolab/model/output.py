@@ -11,7 +11,10 @@ Rules (net/ipv4/tcp_output.c):
 - `push` is tcp_write_xmit: the unsent queue leaves in segments of at most
   mss_cache bytes while the state allows data, each one tested by Nagle and
   cork (nagle.py); a segment that ends a write carries PSH; a small segment
-  sent moves snd_sml (tcp_minshall_update). A retransmission of SYN data the
+  sent moves snd_sml (tcp_minshall_update). Consecutive segments form GSO
+  skbs of at most pacing.tso_segs segments (tcp_tso_autosize, cut by
+  tcp_mss_split_point); the last segment of one with more than one segment
+  carries the PSH __tcp_transmit_skb forces on GSO skbs. A retransmission of SYN data the
   SYN-ACK did not acknowledge is forced through (TCP_NAGLE_PUSH) at once.
 - Once the queue is empty after close(), the FIN goes (tcp_send_fin) and the
   state moves on SEND_FIN (state.py).
@@ -20,7 +23,7 @@ Rules (net/ipv4/tcp_output.c):
 
 from __future__ import annotations
 
-from tfolab.model import nagle
+from tfolab.model import nagle, pacing
 from tfolab.model.events import CookieInfo
 from tfolab.model.flights import Flight, ends_a_write, segment_name
 from tfolab.model.sock import TcpSock
@@ -166,19 +169,13 @@ def push(
 ) -> bool:
     """tcp_write_xmit: send what Nagle/cork allow, then a requested FIN; True if anything left."""
     sent = False
+    max_segs = pacing.tso_segs(sock.mss_cache, sock.srtt_ns, sock.packets_out)
+    in_skb = 0  # segments of the GSO skb being sent so far
     while sock.unsent and sock.can_send_data():
         n = min(sock.mss_cache, len(sock.unsent))
         last = n == len(sock.unsent)
         mode = nagle.SendMode(sock.nodelay, sock.cork, sock.msg_more, force_first)
-        reason = nagle.hold_reason(
-            partial=n < sock.mss_cache,
-            last=last,
-            mode=mode,
-            packets_out=sock.packets_out,
-            snd_sml=sock.snd_sml,
-            snd_una=sock.snd_una,
-            snd_nxt=sock.snd_nxt,
-        )
+        reason = _hold(sock, n, last, mode, sock.packets_out, sock.snd_nxt, sock.snd_sml)
         if reason is not None:
             if sock.held_note != sock.snd_nxt:
                 sock.held_note = sock.snd_nxt
@@ -196,7 +193,22 @@ def push(
             why = f"{name} leaves now: {cause}"
         else:
             why = f"{name} ({n} B) leaves at once"
-        flags = ("ACK", "PSH") if last or ends_a_write(sock.marks, seq + n) else ("ACK",)
+        in_skb += 1
+        ends_skb = (
+            last
+            or in_skb == max_segs
+            or _next_held(sock, seq, n, force_first, sock.packets_out + 1)
+        )
+        gso_psh = ends_skb and in_skb > 1
+        if gso_psh and not last and not ends_a_write(sock.marks, seq + n):
+            why += (
+                f"; PSH: the last of a {in_skb}-segment GSO packet (tcp_tso_autosize cuts the "
+                "write there; __tcp_transmit_skb forces PSH on GSO packets)"
+            )
+        psh = last or ends_a_write(sock.marks, seq + n) or gso_psh
+        if ends_skb:
+            in_skb = 0
+        flags = ("ACK", "PSH") if psh else ("ACK",)
         event_id = transmit(
             sock,
             now,
@@ -217,6 +229,42 @@ def push(
         _send_fin(sock, now, cause, caused_by)
         sent = True
     return sent
+
+
+def _hold(
+    sock: TcpSock,
+    n: int,
+    last: bool,
+    mode: nagle.SendMode,
+    packets_out: int,
+    snd_nxt: int,
+    snd_sml: int,
+) -> str | None:
+    return nagle.hold_reason(
+        partial=n < sock.mss_cache,
+        last=last,
+        mode=mode,
+        packets_out=packets_out,
+        snd_sml=snd_sml,
+        snd_una=sock.snd_una,
+        snd_nxt=snd_nxt,
+    )
+
+
+def _next_held(sock: TcpSock, seq: int, n: int, forced: bool, packets_out: int) -> bool:
+    """Would the segment after this one (seq:seq+n, already off the queue) wait?
+
+    tcp_mss_split_point leaves a partial last segment out of the GSO skb when
+    Nagle would hold it, so the skb ends at this segment.
+    """
+    rest = len(sock.unsent)
+    if rest <= 0:
+        return False
+    following = min(sock.mss_cache, rest)
+    snd_sml = seq + n if n < sock.mss_cache and not forced else sock.snd_sml
+    mode = nagle.SendMode(sock.nodelay, sock.cork, sock.msg_more, False)
+    held = _hold(sock, following, following == rest, mode, packets_out, seq + n, snd_sml)
+    return held is not None
 
 
 def _send_fin(sock: TcpSock, now: int, cause: str, caused_by: int | None) -> None:

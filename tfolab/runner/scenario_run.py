@@ -78,10 +78,16 @@ class LabNetwork:
         )
 
 
+LAB_CONGESTION_CONTROL = "cubic"  # Linux's default, built into every distribution kernel
+
+
 def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     netns.set_loopback(True, config.mtu)
     # Below loopback's own MTU the lab is about real segment sizes: no super-segments.
     netns.set_segmentation_offload(config.mtu >= LOOPBACK_MTU)
+    # The model paces as CUBIC does (model/pacing.py); a host's default (BBR on
+    # some) would cut writes into GSO packets differently.
+    netstack.write_sysctl("net.ipv4.tcp_congestion_control", LAB_CONGESTION_CONTROL)
     netstack.write_sysctl("net.ipv4.tcp_fastopen", config.fastopen_sysctl)
     netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
     netstack.write_sysctl("net.ipv4.tcp_autocorking", int(network.autocorking_for(config)))
