@@ -109,12 +109,6 @@ TIMING_SENTENCE = re.compile(
     r"± (?P<band>[\d.]+)"
 )
 
-# The disagreements the notes name and the model does not (yet) explain.
-KNOWN_ON_6_1 = {
-    ("fastopen", "large-data"): "6.1 cuts the response at tcp_tso_autosize's 2 segments and "
-    "__tcp_transmit_skb forces PSH on that GSO skb (docs/TCP-NOTES.md, 'Half explained')",
-}
-
 VM_SCENARIOS = [(lab, s.name) for lab in ("fastopen", "delack") for s in find_lab(lab).scenarios]
 
 
@@ -155,9 +149,4 @@ def test_packets_over_netem_are_the_models(
     scenario = next(s for s in result["scenarios"] if s["name"] == name)
     assert scenario["captured"], f"{name}: nothing captured"
     left = _packet_disagreements(scenario)
-    known = KNOWN_ON_6_1.get((lab, name))
-    if known and result["kernel"].startswith("6.1."):
-        if left:
-            pytest.xfail(known)
-        pytest.fail(f"{lab}/{name} now agrees on {result['kernel']}: drop it from KNOWN_ON_6_1")
     assert left == [], "\n".join(left)
