@@ -33,10 +33,11 @@ extern "C" {
 #define TFL_API
 #endif
 
-#define TFL_ABI_VERSION 2
+#define TFL_ABI_VERSION 3
 
 /* Limits (documented in --help of the executables). */
 #define TFL_HOST_MAX 64                  /* host / bind address, incl. NUL  */
+#define TFL_CC_MAX 16                    /* congestion control name (TCP_CA_NAME_MAX) */
 #define TFL_MAX_PAYLOAD (1024 * 1024)    /* largest request or line, bytes  */
 #define TFL_MAX_LINE (1024 * 1024)       /* server: longest line / HTTP head */
 #define TFL_MAX_ITERATIONS 100000
@@ -78,6 +79,7 @@ struct tfl_client_config {
     int32_t connections;         /* fresh connections, one after the other    */
     int32_t timeout_ms;          /* bound on every blocking call              */
     int32_t reserved;            /* 0 */
+    char congestion[TFL_CC_MAX]; /* TCP_CONGESTION before connecting; "" = the default */
 };
 
 /* One iteration on one connection. */
@@ -106,6 +108,8 @@ struct tfl_server_config {
     int32_t quickack;              /* TCP_QUICKACK=1 before every read       */
     int32_t nodelay;               /* TCP_NODELAY on accepted sockets        */
     int32_t max_conns;             /* return after N connections closed, 0 = forever */
+    char congestion[TFL_CC_MAX];   /* TCP_CONGESTION on the listener (its children inherit
+                                      it); "" = the namespace's default */
 };
 
 /*

@@ -266,3 +266,28 @@ def test_sigusr1_reports_what_the_application_received() -> None:
         "STATS accepted=0 requests=0 bytes=0 closed=0",
         "STATS accepted=1 requests=3 bytes=14 closed=1",
     ]
+
+
+def _congestion_body() -> tuple[str, str]:
+    """The server's accepted socket, seen by ss, and a TCP_CONGESTION the client set."""
+    import shutil
+
+    if shutil.which("ss") is None:
+        return "", "ss (iproute2) is not installed"
+    with echo_server("--mode", "line", "--congestion", "cubic") as (_, port):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
+        with sock:
+            sock.sendall(b"ping\n")
+            sock.recv(16)
+            shown = subprocess.run(
+                ["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
+                capture_output=True, text=True, timeout=TIMEOUT_S, check=True,
+            ).stdout  # fmt: skip
+    return shown, ""
+
+
+def test_the_servers_connections_run_the_congestion_control_it_was_given() -> None:
+    shown, missing = run_in_netns(_congestion_body)
+    if missing:
+        pytest.skip(missing)
+    assert " cubic " in f" {shown} ", shown

@@ -37,8 +37,9 @@ __all__ = [
     "run_client",
 ]
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 HOST_MAX = 64
+CC_MAX = 16  # TFL_CC_MAX: a congestion control name, incl. NUL
 MAX_PAYLOAD = 1024 * 1024
 MAX_SAMPLES = 100_000
 MAX_WRITES = 2
@@ -76,6 +77,7 @@ class CClientConfig(ctypes.Structure):
         ("connections", ctypes.c_int32),
         ("timeout_ms", ctypes.c_int32),
         ("reserved", ctypes.c_int32),
+        ("congestion", ctypes.c_char * CC_MAX),
     ]
 
 
@@ -111,6 +113,7 @@ class CServerConfig(ctypes.Structure):
         ("quickack", ctypes.c_int32),
         ("nodelay", ctypes.c_int32),
         ("max_conns", ctypes.c_int32),
+        ("congestion", ctypes.c_char * CC_MAX),
     ]
 
 
@@ -198,6 +201,7 @@ class ClientOptions:
     iterations: int = 1
     connections: int = 1
     timeout_ms: int = 5000
+    congestion: str = ""  # TCP_CONGESTION before connecting; "" = the namespace's default
 
 
 @dataclass(frozen=True)
@@ -350,6 +354,10 @@ def _config(lib: ctypes.CDLL, options: ClientOptions) -> CClientConfig:
     cfg.cork = int(options.cork)
     cfg.msg_more = int(options.msg_more)
     cfg.single_write = int(options.single_write)
+    name = options.congestion.encode()
+    if len(name) >= CC_MAX:
+        raise ValueError(f"congestion control {options.congestion!r} is too long")
+    cfg.congestion = name
     err = ctypes.create_string_buffer(_ERR_LEN)
     if lib.tfl_client_validate(ctypes.byref(cfg), err, len(err)) != 0:
         raise ValueError(err.value.decode(errors="replace"))

@@ -41,7 +41,7 @@ from tfolab.runner.protocol import (
     Note,
     ScenarioStarted,
 )
-from tfolab.runner.server import start_server
+from tfolab.runner.server import LAB_CONGESTION_CONTROL, start_server
 
 Emit = Callable[[Event], None]
 
@@ -78,16 +78,10 @@ class LabNetwork:
         )
 
 
-LAB_CONGESTION_CONTROL = "cubic"  # Linux's default, built into every distribution kernel
-
-
 def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     netns.set_loopback(True, config.mtu)
     # Below loopback's own MTU the lab is about real segment sizes: no super-segments.
     netns.set_segmentation_offload(config.mtu >= LOOPBACK_MTU)
-    # The model paces as CUBIC does (model/pacing.py); a host's default (BBR on
-    # some) would cut writes into GSO packets differently.
-    netstack.write_sysctl("net.ipv4.tcp_congestion_control", LAB_CONGESTION_CONTROL)
     netstack.write_sysctl("net.ipv4.tcp_fastopen", config.fastopen_sysctl)
     netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
     netstack.write_sysctl("net.ipv4.tcp_autocorking", int(network.autocorking_for(config)))
@@ -118,6 +112,7 @@ def client_options(
         iterations=iterations,
         connections=1,
         timeout_ms=CLIENT_TIMEOUT_MS,
+        congestion=LAB_CONGESTION_CONTROL,
     )
 
 
@@ -125,7 +120,9 @@ CLIENT_TIMEOUT_MS = 10_000  # per call of the native client; far above any lab's
 
 
 def _warm_up_options(host: str, port: int) -> native.ClientOptions:
-    return native.ClientOptions(host=host, port=port, timeout_ms=CLIENT_TIMEOUT_MS)
+    return native.ClientOptions(
+        host=host, port=port, timeout_ms=CLIENT_TIMEOUT_MS, congestion=LAB_CONGESTION_CONTROL
+    )
 
 
 def headline_ms(config: ScenarioConfig, sample: native.Sample) -> float:

@@ -54,10 +54,18 @@ def parse_stats(line: str) -> AppStats | None:
         return None
 
 
+# Both ends use CUBIC, Linux's default, whatever the host's default is (BBR on
+# some): the model paces as CUBIC does (model/pacing.py). Set per socket
+# (TCP_CONGESTION), which a lab namespace's root may do for any built-in one;
+# the namespace's default may only be one of tcp_allowed_congestion_control.
+LAB_CONGESTION_CONTROL = "cubic"
+
+
 def server_args(executable: str, config: ScenarioConfig) -> list[str]:
     # Any loopback address reaches it: scenarios may use a fresh 127.0.0.N (see
     # scenario_run.LabNetwork); the namespace holds nothing else to expose it to.
     args = [executable, "--bind", "0.0.0.0", "--port", "0", "--mode", "line", "--die-with-parent"]
+    args += ["--congestion", LAB_CONGESTION_CONTROL]
     if config.server_fastopen_qlen > 0:
         args += ["--tfo", str(config.server_fastopen_qlen)]
     if config.server_quickack:

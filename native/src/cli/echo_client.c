@@ -27,6 +27,7 @@ static const char usage[] =
     "  --pattern rr|wwr     rr: write one request, read the echo (default)\n"
     "                       wwr: write, write, read (Nagle meets delayed ACK)\n"
     "  --nodelay            set TCP_NODELAY (turns Nagle off)\n"
+    "  --congestion NAME    TCP_CONGESTION (e.g. cubic; default: the system's)\n"
     "  --cork               wwr: TCP_CORK on before the two writes, off after\n"
     "  --msg-more           wwr: first write with send(MSG_MORE)\n"
     "  --single-write       wwr: one write of both parts\n"
@@ -81,7 +82,7 @@ static void parse_connect(struct args *a, const char *v, struct tfl_client_confi
     cfg->port = (int32_t)args_long(a, "--connect port", colon + 1, 1, 65535);
 }
 
-enum { OPT_CONNECT, OPT_TFO, OPT_TFO_CONNECT, OPT_PATTERN, OPT_NODELAY, OPT_CORK,
+enum { OPT_CONGESTION, OPT_CONNECT, OPT_TFO, OPT_TFO_CONNECT, OPT_PATTERN, OPT_NODELAY, OPT_CORK,
        OPT_MSG_MORE, OPT_SINGLE_WRITE, OPT_PAYLOAD, OPT_FIRST_WRITE, OPT_SECOND_WRITE,
        OPT_ITERATIONS, OPT_CONNECTIONS, OPT_TIMEOUT_MS, OPT_JSON };
 
@@ -93,6 +94,7 @@ static const struct args_option options[] = {
     {"--tfo-connect", ARGS_FLAG, NULL, OPT_TFO_CONNECT},
     {"--pattern", ARGS_VALUE, "wwr", OPT_PATTERN},
     {"--nodelay", ARGS_FLAG, NULL, OPT_NODELAY},
+    {"--congestion", ARGS_VALUE, "", OPT_CONGESTION},
     {"--cork", ARGS_FLAG, NULL, OPT_CORK},
     {"--msg-more", ARGS_FLAG, NULL, OPT_MSG_MORE},
     {"--single-write", ARGS_FLAG, NULL, OPT_SINGLE_WRITE},
@@ -133,6 +135,11 @@ static void parse(int argc, char **argv, struct tfl_client_config *cfg, int *jso
                 cfg->pattern = TFL_PATTERN_WWR;
             else
                 args_fail(&a, "--pattern '%.40s' is not a pattern: use rr or wwr", v);
+            break;
+        case OPT_CONGESTION:
+            if (strlen(v) >= sizeof cfg->congestion)
+                args_fail(&a, "--congestion '%.40s' is too long: give a name such as cubic", v);
+            strcpy(cfg->congestion, v); /* length checked above */
             break;
         case OPT_NODELAY:
             cfg->nodelay = 1;

@@ -30,6 +30,7 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  --bind ADDR        address to listen on, an IPv4/IPv6 literal or localhost\n"
+    "  --congestion NAME  TCP_CONGESTION on the listener (e.g. cubic; default: the system's)\n"
     "                     (default 127.0.0.1)\n"
     "  --port N           port to listen on, 0 picks a free one (default 0)\n"
     "  --tfo QLEN         TCP Fast Open on the listener with this queue length,\n"
@@ -51,13 +52,14 @@ static const char usage[] =
     "exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad input or port in use\n"
     "example: tfo-echo-server --port 5000 --tfo 16 --mode line\n";
 
-enum { OPT_BIND, OPT_PORT, OPT_TFO, OPT_MODE, OPT_QUICKACK, OPT_NODELAY, OPT_MAX_CONNS,
+enum { OPT_CONGESTION, OPT_BIND, OPT_PORT, OPT_TFO, OPT_MODE, OPT_QUICKACK, OPT_NODELAY, OPT_MAX_CONNS,
        OPT_DIE_WITH_PARENT };
 
 static const struct args_option options[] = {
     {"--help", ARGS_FLAG, NULL, ARGS_HELP},
     {"-h", ARGS_FLAG, NULL, ARGS_HELP},
     {"--bind", ARGS_VALUE, "127.0.0.1", OPT_BIND},
+    {"--congestion", ARGS_VALUE, "", OPT_CONGESTION},
     {"--port", ARGS_VALUE, "5000", OPT_PORT},
     {"--tfo", ARGS_VALUE, "16", OPT_TFO},
     {"--mode", ARGS_VALUE, "line", OPT_MODE},
@@ -76,6 +78,11 @@ static void parse(int argc, char **argv, struct tfl_server_config *cfg, int *die
     int id;
     while ((id = args_next(&a, &v)) != ARGS_END) {
         switch (id) {
+        case OPT_CONGESTION:
+            if (strlen(v) >= sizeof cfg->congestion)
+                args_fail(&a, "--congestion '%.40s' is too long: give a name such as cubic", v);
+            strcpy(cfg->congestion, v); /* length checked above */
+            break;
         case OPT_BIND:
             if (strlen(v) >= sizeof cfg->bind_addr)
                 args_fail(&a, "--bind '%.40s...' is too long: give an address such as 127.0.0.1",

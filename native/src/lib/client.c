@@ -93,6 +93,11 @@ int tfl_client_validate(const struct tfl_client_config *cfg, char *err, size_t e
         tfl_set_err(err, errlen, "pattern must be 0 (rr) or 1 (wwr), got %d", (int)cfg->pattern);
         return -1;
     }
+    if (memchr(cfg->congestion, '\0', sizeof cfg->congestion) == NULL) {
+        tfl_set_err(err, errlen, "congestion must be a name of at most %d characters",
+                    TFL_CC_MAX - 1);
+        return -1;
+    }
     if (!is_bool(cfg->nodelay) || !is_bool(cfg->cork) || !is_bool(cfg->msg_more) ||
         !is_bool(cfg->single_write)) {
         tfl_set_err(err, errlen, "nodelay, cork, msg_more and single_write must be 0 or 1");
@@ -322,6 +327,10 @@ static int open_socket(struct client_run *r, struct tfl_sample *s)
         rc = errno;
     if (rc == 0 && cfg->nodelay)
         rc = set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    if (rc == 0 && cfg->congestion[0] != '\0' &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cfg->congestion,
+                   (socklen_t)strlen(cfg->congestion)) != 0)
+        rc = errno;
     if (rc == 0 && cfg->fastopen == TFL_FASTOPEN_CONNECT)
         rc = set_int_opt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1);
     if (rc != 0) {

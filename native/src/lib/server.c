@@ -485,6 +485,11 @@ int tfl_server_listen(const struct tfl_server_config *cfg, int *port_out, char *
                     TFL_HOST_MAX - 1);
         return -EINVAL;
     }
+    if (!tfl_is_terminated(cfg->congestion, sizeof cfg->congestion)) {
+        tfl_set_err(err, errlen, "congestion control name longer than %d characters",
+                    TFL_CC_MAX - 1);
+        return -EINVAL;
+    }
     if (cfg->port < 0 || cfg->port > 65535 || cfg->tfo_qlen < 0) {
         tfl_set_err(err, errlen, "port must be 0..65535 and the TFO queue length >= 0");
         return -EINVAL;
@@ -509,6 +514,10 @@ int tfl_server_listen(const struct tfl_server_config *cfg, int *port_out, char *
     else if (cfg->tfo_qlen > 0 &&
              setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN, &cfg->tfo_qlen, sizeof cfg->tfo_qlen) != 0)
         call = "setsockopt(TCP_FASTOPEN)";
+    else if (cfg->congestion[0] != '\0' &&
+             setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cfg->congestion,
+                        (socklen_t)strlen(cfg->congestion)) != 0)
+        call = "setsockopt(TCP_CONGESTION)";
     else if (cfg->mode == TFL_MODE_HTTP &&
              setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof one) != 0)
         call = "setsockopt(TCP_DEFER_ACCEPT)";
