@@ -118,6 +118,10 @@ class PlotTarget(Protocol):
     def ylabel(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
+# One marker per series, so the plots read without colours too.
+MARKERS = {"measured": "hd", "predicted": "x", "nginx": "o", "plain": "hd", "tfo": "x"}
+
+
 @dataclass(frozen=True)
 class Series:
     label: str
@@ -168,7 +172,7 @@ def draw_gain(p: PlotTarget, result: BenchResult) -> None:
     """Draw gain vs RTT on a plotext figure (the module, or textual-plotext's `plt`)."""
     labels = rtt_labels(result)
     for series in gain_series(result):
-        p.plot(series.x, series.y, label=series.label, marker="hd")
+        p.plot(series.x, series.y, label=series.label, marker=MARKERS[series.label])
     p.xticks(list(range(len(labels))), labels)
     p.hline(100.0)
     p.title("TFO gain vs RTT")
@@ -178,7 +182,7 @@ def draw_gain(p: PlotTarget, result: BenchResult) -> None:
 
 def draw_latency(p: PlotTarget, row: BenchRow, bins: int = 40) -> None:
     for series in latency_series(row):
-        p.hist(series.y, bins, label=series.label)
+        p.hist(series.y, bins, label=series.label, marker=MARKERS[series.label])
     p.title(f"latency: {row.server}, RTT {2 * row.delay_ms:g} ms, C {row.concurrency}")
     p.xlabel("ms, connect() to the response's last byte")
     p.ylabel("requests")
