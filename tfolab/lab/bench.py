@@ -47,6 +47,7 @@ class ModeFigures:
     syn_data_acked: int
     counters: dict[str, int]
     server_cpu_ms: float = 0.0
+    client_cpu_ms: float = 0.0
     round_totals_s: tuple[float, ...] = ()  # every round's total, where there were several
 
     @property
@@ -68,6 +69,10 @@ class ModeFigures:
     def server_cpu_us_per_request(self) -> float:
         return self.server_cpu_ms * 1000 / self.requests if self.requests else 0.0
 
+    @property
+    def client_cpu_us_per_request(self) -> float:
+        return self.client_cpu_ms * 1000 / self.requests if self.requests else 0.0
+
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
             "total_s": round(self.total_s, 4),
@@ -76,6 +81,7 @@ class ModeFigures:
             "p99_ms": round(self.percentile_ms(99), 3),
             "syn_data_acked": self.syn_data_acked,
             "server_cpu_us_per_request": round(self.server_cpu_us_per_request, 2),
+            "client_cpu_us_per_request": round(self.client_cpu_us_per_request, 2),
         }
         if len(self.round_totals_s) > 1:
             data["round_totals_s"] = [round(t, 4) for t in self.round_totals_s]
@@ -291,6 +297,7 @@ def _figures(event: BenchMeasured) -> ModeFigures:
         syn_data_acked=event.syn_data_acked,
         counters=dict(event.counters),
         server_cpu_ms=event.server_cpu_ms,
+        client_cpu_ms=event.client_cpu_ms,
     )
 
 

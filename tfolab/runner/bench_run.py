@@ -160,8 +160,9 @@ def measure(
     result = run_client(args, progress)
     cpu_after, after = cpu_ns(servers.pids[name]), netstack.read_tcpext()
     latencies, start, end = result["latency_us"], result["start_ns"], result["end_ns"]
-    acked = result["syn_data_acked"]
+    acked, client_cpu_us = result["syn_data_acked"], result["cpu_us"]
     assert isinstance(latencies, list) and isinstance(acked, int)
+    assert isinstance(client_cpu_us, int | float)
     assert isinstance(start, int) and isinstance(end, int)
     return BenchMeasured(
         server=name,
@@ -173,4 +174,5 @@ def measure(
         counters=netstack.counter_deltas(before, after),
         round=round_number,
         server_cpu_ms=round((cpu_after - cpu_before) / 1e6, 3),
+        client_cpu_ms=round(client_cpu_us / 1000, 3),
     )

@@ -90,6 +90,17 @@ def closing(result: BenchResult) -> list[str]:
                 if mode in ours.modes and mode in theirs.modes
             )
             lines.append(f"server CPU per request at D = 0, us (tfolab vs nginx): {cpu}")
+            client = ", ".join(
+                f"{mode} {ours.modes[mode].client_cpu_us_per_request:.1f} / "
+                f"{theirs.modes[mode].client_cpu_us_per_request:.1f}"
+                for mode in MODES
+                if mode in ours.modes and mode in theirs.modes
+            )
+            lines.append(
+                f"client CPU per request at D = 0, us (against tfolab / nginx): {client}: "
+                "on loopback the connecting process carries most of the handshake, so the "
+                "client, not the server, bounds the requests/s"
+            )
     elif "nginx" not in result.plan.servers:
         lines.append(result.plan.peer_note)
     else:
