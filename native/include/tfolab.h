@@ -155,7 +155,7 @@ TFL_API void tfl_server_config_init(struct tfl_server_config *cfg);
 
 /*
  * Create the listening socket (SO_REUSEADDR, TCP_FASTOPEN when tfo_qlen > 0,
- * non-blocking). Returns the fd and the bound port in *port_out, or -errno
+ * TCP_DEFER_ACCEPT in http mode, non-blocking). Returns the fd and the bound port in *port_out, or -errno
  * with one line in err (-EINVAL: bad configuration or address, -EADDRINUSE:
  * port in use, ...).
  */

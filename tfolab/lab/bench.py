@@ -47,6 +47,7 @@ class ModeFigures:
     syn_data_acked: int
     counters: dict[str, int]
     server_cpu_ms: float = 0.0
+    client_cpu_ms: float = 0.0
     round_totals_s: tuple[float, ...] = ()  # every round's total, where there were several
 
     @property
@@ -68,6 +69,10 @@ class ModeFigures:
     def server_cpu_us_per_request(self) -> float:
         return self.server_cpu_ms * 1000 / self.requests if self.requests else 0.0
 
+    @property
+    def client_cpu_us_per_request(self) -> float:
+        return self.client_cpu_ms * 1000 / self.requests if self.requests else 0.0
+
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
             "total_s": round(self.total_s, 4),
@@ -76,6 +81,7 @@ class ModeFigures:
             "p99_ms": round(self.percentile_ms(99), 3),
             "syn_data_acked": self.syn_data_acked,
             "server_cpu_us_per_request": round(self.server_cpu_us_per_request, 2),
+            "client_cpu_us_per_request": round(self.client_cpu_us_per_request, 2),
         }
         if len(self.round_totals_s) > 1:
             data["round_totals_s"] = [round(t, 4) for t in self.round_totals_s]
@@ -191,6 +197,13 @@ class BenchGuide:
 Progress = Callable[[float, str], None]
 
 
+def expected_run_s(plan: BenchPlan, delay_ms: float) -> float:
+    """Roughly how long one (server, mode) run takes: 3D per request on average over
+    plain and TFO, C at a time, plus about 60 us of CPU per request and the start-up."""
+    concurrency = plan.concurrency_for(delay_ms)
+    return plan.requests * (3 * delay_ms / 1000 / concurrency + 60e-6) + 0.05
+
+
 def rounds_for(delay_ms: float) -> int:
     """At D = 0 a run takes tens of ms and the machine's other load shows: the median
     of ROUNDS_AT_ZERO alternating rounds; at D > 0 one run is long enough."""
@@ -216,12 +229,14 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
     result = BenchResult(plan)
     if plan.peer_note:
         result.notes.append(plan.peer_note)
-    total_runs = sum(rounds_for(d) for d in plan.delays) * len(plan.servers) * len(MODES)
-    finished = 0
+    # Progress in expected seconds: a run at D = 75 ms lasts a hundred D = 0 rounds.
+    weights = {d: expected_run_s(plan, d) for d in plan.delays}
+    total = sum(weights[d] * rounds_for(d) for d in plan.delays) * len(plan.servers) * len(MODES)
+    finished = 0.0
 
     def report(done: float, text: str) -> None:
         if on_progress is not None:
-            on_progress(min(1.0, done / total_runs), text)
+            on_progress(min(1.0, done / total), text)
 
     for delay in plan.delays:
         job = _job(plan, delay)
@@ -240,12 +255,12 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
                 result.notes.append(event.text)
             elif isinstance(event, BenchProgress):
                 report(
-                    finished + event.done / max(1, event.requests),
+                    finished + weights[delay] * event.done / max(1, event.requests),
                     _what(delay, event.server, event.mode, job.concurrency),
                 )
             elif isinstance(event, BenchMeasured):
                 runs.setdefault((event.server, event.mode), []).append(_figures(event))
-                finished += 1
+                finished += weights[delay]
                 report(finished, _what(delay, event.server, event.mode, job.concurrency))
             elif isinstance(event, Done):
                 late_ms = delayer_late_ms(event.delayer_stats)
@@ -282,6 +297,7 @@ def _figures(event: BenchMeasured) -> ModeFigures:
         syn_data_acked=event.syn_data_acked,
         counters=dict(event.counters),
         server_cpu_ms=event.server_cpu_ms,
+        client_cpu_ms=event.client_cpu_ms,
     )
 
 

@@ -71,12 +71,20 @@ def start_servers(job: BenchJob, server_executable: str) -> BenchServers:
 
 
 def client_args(
-    executable: str, port: int, mode: str, requests: int, concurrency: int, warmup: int = 0
+    executable: str,
+    port: int,
+    mode: str,
+    requests: int,
+    concurrency: int,
+    warmup: int = 0,
+    progress: bool = False,
 ) -> list[str]:
+    """With `progress`, PROGRESS_STEPS lines per run; without (a CPU-bound run at D = 0,
+    over in tens of ms), none: every line would wake two Python processes mid-measurement."""
+    every = max(1, requests // PROGRESS_STEPS) if progress else 0
     args = [executable, "--connect", f"127.0.0.1:{port}", "--requests", str(requests),
             "--concurrency", str(concurrency), "--warmup", str(warmup),
-            "--progress", str(max(1, requests // PROGRESS_STEPS)),
-            "--timeout-ms", str(CLIENT_TIMEOUT_MS)]  # fmt: skip
+            "--progress", str(every), "--timeout-ms", str(CLIENT_TIMEOUT_MS)]  # fmt: skip
     return [*args, "--tfo"] if mode == "tfo" else args
 
 
@@ -156,12 +164,15 @@ def measure(
     def progress(done: int) -> None:
         emit(BenchProgress(name, mode, done, job.requests))
 
-    args = client_args(client_executable, port, mode, job.requests, job.concurrency)
+    args = client_args(
+        client_executable, port, mode, job.requests, job.concurrency, progress=job.delay_ms > 0
+    )
     result = run_client(args, progress)
     cpu_after, after = cpu_ns(servers.pids[name]), netstack.read_tcpext()
     latencies, start, end = result["latency_us"], result["start_ns"], result["end_ns"]
-    acked = result["syn_data_acked"]
+    acked, client_cpu_us = result["syn_data_acked"], result["cpu_us"]
     assert isinstance(latencies, list) and isinstance(acked, int)
+    assert isinstance(client_cpu_us, int | float)
     assert isinstance(start, int) and isinstance(end, int)
     return BenchMeasured(
         server=name,
@@ -173,4 +184,5 @@ def measure(
         counters=netstack.counter_deltas(before, after),
         round=round_number,
         server_cpu_ms=round((cpu_after - cpu_before) / 1e6, 3),
+        client_cpu_ms=round(client_cpu_us / 1000, 3),
     )

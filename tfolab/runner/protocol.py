@@ -168,6 +168,7 @@ class BenchMeasured(msgspec.Struct, frozen=True, tag="bench_measured", tag_field
     counters: dict[str, int]
     round: int = 1
     server_cpu_ms: float = 0.0
+    client_cpu_ms: float = 0.0  # tfo-bench-client's own CPU (getrusage) meanwhile
 
 
 class Done(msgspec.Struct, frozen=True, tag="done", tag_field="event"):

@@ -27,6 +27,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -62,7 +63,9 @@ static const char usage[] =
     "\n"
     "output: one JSON object on the last line of stdout: latency_us is every\n"
     "measured request's time from connect()/sendto() to the response's last byte;\n"
-    "syn_data_acked counts requests whose SYN data the server acknowledged.\n"
+    "syn_data_acked counts requests whose SYN data the server acknowledged;\n"
+    "wakeups counts epoll_wait calls with events and cpu_us this process's CPU\n"
+    "time (user + system), both over the measured requests.\n"
     "exit codes: 0 every request got a 200, 1 a request failed, 2 bad input\n"
     "example: tfo-bench-client --connect 127.0.0.1:8080 --tfo --concurrency 8\n";
 
@@ -96,6 +99,8 @@ struct bench {
     long syn_data_acked; /* measured requests only */
     int measuring;
     int64_t start_ns, end_ns;
+    long wakeups;      /* epoll_wait calls that returned events, measured phase */
+    int64_t cpu_ns;    /* this process's CPU (user + system) in the measured phase */
     /* the first failure */
     long failed_request;
     const char *failed_call;
@@ -406,6 +411,7 @@ static int run_phase(struct bench *b, long count, long concurrency)
             fail(b, NULL, "epoll_wait", ETIMEDOUT);
             return -1;
         }
+        b->wakeups += b->measuring;
         for (int i = 0; i < n; i++) {
             struct slot *s = &b->slots[events[i].data.u64];
             if (s->state != SLOT_FREE && on_event(b, s, events[i].events) != 0)
@@ -415,15 +421,28 @@ static int run_phase(struct bench *b, long count, long concurrency)
     return 0;
 }
 
+/* This process's CPU time so far (user + system), ns; -1 (and the failure) if unknown. */
+static int64_t process_cpu_ns(struct bench *b)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        fail(b, NULL, "getrusage", errno);
+        return -1;
+    }
+    struct timeval total;
+    timeradd(&ru.ru_utime, &ru.ru_stime, &total);
+    return (int64_t)total.tv_sec * 1000000000 + (int64_t)total.tv_usec * 1000;
+}
+
 static void print_json(const struct bench *b)
 {
     printf("{\"tool\":\"tfo-bench-client\",\"host\":\"%s\",\"port\":%d,\"fastopen\":\"%s\","
            "\"requests\":%ld,\"concurrency\":%ld,\"warmup\":%ld,\"request_bytes\":%zu,"
            "\"start_ns\":%lld,\"end_ns\":%lld,\"completed\":%ld,\"syn_data_acked\":%ld,"
-           "\"latency_us\":[",
+           "\"wakeups\":%ld,\"cpu_us\":%.1f,\"latency_us\":[",
            b->host, b->port, b->tfo ? "sendto" : "off", b->requests, b->concurrency, b->warmup,
            b->request_len, (long long)b->start_ns, (long long)b->end_ns,
-           b->measuring ? b->done : 0L, b->syn_data_acked);
+           b->measuring ? b->done : 0L, b->syn_data_acked, b->wakeups, (double)b->cpu_ns / 1e3);
     long completed = b->measuring ? b->done : 0;
     for (long i = 0; i < completed; i++)
         printf("%s%.1f", i ? "," : "", (double)b->latency_ns[i] / 1e3);
@@ -458,9 +477,12 @@ int main(int argc, char **argv)
         goto out;
     }
     if (run_phase(&b, b.warmup, 1) == 0) {
+        int64_t cpu_before = process_cpu_ns(&b);
         b.measuring = 1;
         b.start_ns = tfl_now_ns();
         (void)run_phase(&b, b.requests, b.concurrency);
+        int64_t cpu_after = process_cpu_ns(&b);
+        b.cpu_ns = cpu_before >= 0 && cpu_after >= cpu_before ? cpu_after - cpu_before : 0;
     }
     for (long i = 0; i < b.concurrency; i++) {
         if (b.slots[i].fd >= 0 && close(b.slots[i].fd) != 0 && errno != EINTR)

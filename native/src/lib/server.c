@@ -3,7 +3,9 @@
  *
  * Rules: one thread, non-blocking sockets, level-triggered epoll, one recv()
  * per readiness event (so TCP_QUICKACK, when asked for, is set before every
- * read). Memory per connection is bounded: a partial line or HTTP head may
+ * read). In http mode the listener defers accept until the request has
+ * arrived (TCP_DEFER_ACCEPT; a Fast Open request comes with its SYN anyway)
+ * and a new connection is read at once, before it joins the epoll set. Memory per connection is bounded: a partial line or HTTP head may
  * grow to TFL_MAX_LINE, then the connection is dropped with one line on
  * stderr; reading pauses while more than OUT_HIGH bytes wait to be sent.
  * The only output is one stderr line per connection dropped for a reason
