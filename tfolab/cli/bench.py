@@ -58,8 +58,10 @@ def handle(args: argparse.Namespace) -> int:
     if plan.peer_note and args.peer == "auto":
         print(f"tfolab: {plan.peer_note}", file=sys.stderr)
     progress = _Bar() if sys.stderr.isatty() else _Lines()
-    result = asyncio.run(run_bench(plan, progress))
-    progress.close()
+    try:
+        result = asyncio.run(run_bench(plan, progress))
+    finally:
+        progress.close()  # an error's line starts on a fresh line
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
         return 0

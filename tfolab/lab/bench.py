@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from tfolab.core.errors import UserError
-from tfolab.lab.bench_plan import BenchPlan
+from tfolab.lab.bench_plan import DEFAULT_REQUESTS, BenchPlan
 from tfolab.lab.bench_predict import CpuTerm, predicted_gain_pct
 from tfolab.runner import client
 from tfolab.runner.protocol import (
@@ -188,7 +188,7 @@ class BenchResult:
 class BenchGuide:
     """The bench's guide (labs/bench.md, installed with tfolab; the bench is no lab file)."""
 
-    title: str = "Bench: 1024 requests with and without Fast Open"
+    title: str = f"Bench: {DEFAULT_REQUESTS} requests with and without Fast Open (by default)"
 
     def guide_text(self) -> str:
         return (resources.files("tfolab.lab") / "labs" / "bench.md").read_text(encoding="utf-8")

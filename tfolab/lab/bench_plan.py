@@ -52,7 +52,7 @@ class BenchPlan:
 
     def concurrency_for(self, delay_ms: float) -> int:
         if self.concurrency is not None:
-            return self.concurrency
+            return min(self.concurrency, self.requests)  # never more in flight than requests
         return auto_concurrency(delay_ms, self.requests)
 
     @property
@@ -83,7 +83,7 @@ def parse_delays(text: str) -> tuple[float, ...]:
             f"--delays {text!r} is not a list of delays",
             f"give one-way delays in ms separated by commas, e.g. --delays {DEFAULT_DELAYS}",
         )
-    delays = tuple(parse_delay(part) for part in parts)
+    delays = tuple(parse_delay(part, f"--delays {DEFAULT_DELAYS}") for part in parts)
     if len(delays) > MAX_DELAYS:
         raise UserError(f"--delays gives {len(delays)} delays", f"give at most {MAX_DELAYS}")
     if len(set(delays)) != len(delays):

@@ -205,20 +205,23 @@ class LabResult:
         return data
 
 
-def parse_delay(text: str) -> float:
-    """The one-way delay in ms from '10', '2.5' or '10ms'; UserError otherwise."""
+def parse_delay(text: str, example: str = "--delay 10") -> float:
+    """The one-way delay in ms from '10', '2.5' or '10ms'; UserError otherwise.
+
+    `example` is how the fix shows a good value, in the flag the user typed.
+    """
     raw = text.strip().lower().removesuffix("ms").strip()
     try:
         value = float(raw)
     except ValueError:
         raise UserError(
             f"invalid delay {text!r}",
-            "give the one-way delay in milliseconds, e.g. --delay 10",
+            f"give the one-way delay in milliseconds, e.g. {example}",
         ) from None
     if not 0 <= value <= MAX_DELAY_MS or value != value:
         raise UserError(
             f"delay {text!r} is out of range",
-            f"give a one-way delay from 0 to {MAX_DELAY_MS:g} ms, e.g. --delay 10",
+            f"give a one-way delay from 0 to {MAX_DELAY_MS:g} ms, e.g. {example}",
         )
     return value
 

@@ -12,7 +12,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tfolab.tui.context import tfolab_app
 
-BENCH_TEXT = "Open the bench: 1024 requests with and without Fast Open"
+BENCH_TEXT = "Open the bench: fresh connections with and without Fast Open, RTT by RTT"
 BENCH_HELP = "gain vs RTT, measured beside the model and nginx"
 
 
