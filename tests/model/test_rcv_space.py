@@ -143,3 +143,18 @@ def test_at_d10_the_response_carries_a_forced_psh_in_the_middle() -> None:
 def test_at_d0_the_response_is_one_gso_packet() -> None:
     flags = [("PSH" in e.flags, e.length) for e in _server_data(0)]
     assert flags == [(False, 1448), (False, 1448), (True, 104)]
+
+
+def test_at_d0_the_clients_ack_of_two_segments_may_merge_too() -> None:
+    """Captured at D=0: the client, blocked in read() right after its write, took the
+    socket while the response arrived, and only `ack 3001` left."""
+    item = scenario("fastopen", "large-data")
+    sim = simulate(item.config, one_way_delay_ms=0, iterations=2)
+    client_acks = [
+        e for e in sim.events
+        if isinstance(e, Segment) and e.sender == "client" and e.flags == ("ACK",)
+        and e.ack == 2897
+    ]  # fmt: skip
+    assert client_acks and all(a.race for a in client_acks)
+    delayed = simulate(item.config, one_way_delay_ms=10, iterations=2)
+    assert not [e for e in delayed.events if isinstance(e, Segment) and e.race]

@@ -16,9 +16,11 @@ themselves are delack.py's, this module applies them to one socket):
   ACK it sends counts TcpExt DelayedACKs (LINUX_MIB_DELAYEDACKS). A timer that
   finds nothing scheduled (an ACK already left) counts nothing.
 - An immediate ACK is a race (Segment.race) when the segment is not the
-  last of its burst and the application read this socket within its
-  reaction time: it may hold the socket lock, and tcp_add_backlog coalesces
-  segments queued behind it, so the kernel may send one ACK for both.
+  last of its burst and the application called into this socket (connect,
+  write, read) within its reaction time: woken, it may hold the socket lock,
+  and tcp_add_backlog coalesces segments queued behind it, so the kernel may
+  send one ACK for both. Only without a delay do the two meet: a delayed
+  burst arrives long after the call, in one softirq run.
 - Every armed timer says why it holds the ACK: the caller's reason, the FIN
   the socket hopes to piggyback on (CLOSE_WAIT), interactive mode (pingpong),
   or no quick ACK left.
@@ -43,7 +45,8 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
         text = f"ACK at once: {why}"
         if race:
             text += (
-                "; but a race: the application was reading this socket at that moment, and "
+                "; but a race: the application was in a call on this socket at that moment "
+                "(a read, or a write it now waits behind), and "
                 "segments that arrive while it holds the socket wait in its backlog, where "
                 "tcp_add_backlog may merge this one with the next: then one ACK covers both"
             )

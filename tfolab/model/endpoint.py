@@ -80,6 +80,7 @@ class TcpEndpoint:
         caused_by: int | None,
     ) -> int:
         """Send the SYN (with data already written, when the plan says so)."""
+        self.sock.app_busy_until_ns = now + self.sock.env.app_reaction_ns
         return handshake.connect(
             self.sock, now, plan, cache, write_pending=write_pending, caused_by=caused_by
         )
@@ -100,6 +101,7 @@ class TcpEndpoint:
     ) -> None:
         """write()/send(): queue the bytes (named `name` on the wire) and push."""
         sock = self.sock
+        sock.app_busy_until_ns = now + sock.env.app_reaction_ns  # then it blocks in read()
         sock.marks.append(WriteMark(sock.write_seq, sock.write_seq + len(data), name))
         sock.write_seq += len(data)
         sock.unsent += data
