@@ -179,6 +179,7 @@ def prepare_results(folder: Path | None, account: Account | None) -> None:
 
 def session_environment(home: Path, results: Path | None) -> dict[str, str]:
     env = {
+        "TFOLAB_SERVED": "1",
         "HOME": str(home),
         "TMPDIR": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),

@@ -44,6 +44,7 @@ def emit(event: Event) -> None:
 def main() -> int:
     started = time.monotonic()
     netns.die_with_parent()
+    netns.own_autogroup()
     job = Job.from_json(sys.stdin.read())
     delay: InstalledDelay | None = None
     held: list[slots.Slot] = []

@@ -17,7 +17,7 @@ from tfolab.core import kernel
 from tfolab.core.errors import UserError
 from tfolab.lab.catalog import Lab, load_labs
 from tfolab.lab.environment import RealRunStatus, quick_check
-from tfolab.tui.classroom import Classroom, SessionNameScreen
+from tfolab.tui.classroom import Classroom, SessionNameScreen, yield_to_measurements
 from tfolab.tui.commands import LabCommands
 from tfolab.tui.screens.help import HelpScreen
 from tfolab.tui.screens.lab import LabScreen
@@ -83,6 +83,7 @@ class TfolabApp(App[None]):
 
 def run_app() -> int:
     """`tfolab` without a command: the UI. Exit code 2 if the labs cannot be read."""
+    yield_to_measurements()
     try:
         app = TfolabApp()
     except UserError as err:
