@@ -169,6 +169,16 @@ def report(students: list[Student], memory: list[int], errors: list[BaseExceptio
             f"({in_band}/{len(iterations)}); runs with every packet as predicted "
             f"{packets_ok}/{len(runs)}"
         )
+    misses = [
+        (abs(i["measured_ms"] - i["predicted_ms"]) - i["tolerance_ms"], sc["name"], i["i"])
+        for r in runs
+        for sc in r["scenarios"]
+        for i in sc["iterations"]
+        if i.get("ok") is False
+    ]
+    if misses:
+        off, name, number = max(misses)
+        print(f"worst miss                {off:.1f} ms outside its band ({name} #{number})")
     if waits:
         print(f"slot wait                 p50 {percentile(waits, 50):.1f} s, "
               f"p99 {percentile(waits, 99):.1f} s (slots: {runs[0].get('slots')})")  # fmt: skip
