@@ -44,7 +44,6 @@ def emit(event: Event) -> None:
 def main() -> int:
     started = time.monotonic()
     netns.die_with_parent()
-    netns.own_autogroup()
     job = Job.from_json(sys.stdin.read())
     delay: InstalledDelay | None = None
     held: list[slots.Slot] = []
@@ -52,6 +51,9 @@ def main() -> int:
         table = slots.SlotTable.open()
         server = str(native.executable_path("tfo-echo-server"))
         delayer = native.optional_executable("tfo-delay")
+        # Python's start-up ran in the parent's autogroup (a served UI's is at nice 19);
+        # from here on the lab's processes get an autogroup of their own, at nice 0.
+        netns.own_autogroup()
         setup = contextlib.ExitStack()
         gate_started = time.monotonic()
         setup.enter_context(table.setting_up())  # kernel-heavy: never while a run measures
