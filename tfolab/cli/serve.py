@@ -179,6 +179,7 @@ def prepare_results(folder: Path | None, account: Account | None) -> None:
 
 def session_environment(home: Path, results: Path | None) -> dict[str, str]:
     env = {
+        "TFOLAB_SERVED": "1",
         "HOME": str(home),
         "TMPDIR": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
@@ -237,6 +238,7 @@ def check_interpreter(account: Account | None) -> None:
 def handle(args: argparse.Namespace) -> int:
     from tfolab.core.privileges import drop_to
     from tfolab.lab.environment import REAL_RUNS_OFF_ENV
+    from tfolab.tui.classroom import yield_to_measurements
     from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
 
     token = check_token(args.token, args.host)
@@ -255,6 +257,7 @@ def handle(args: argparse.Namespace) -> int:
                 "give that user the folder (chown), or another --results",
             )
         os.environ.update(session_environment(home, results))
+        yield_to_measurements()  # the relay of 30 tabs' screens, too, gives way to measuring
         if args.labs_dir is not None:
             from tfolab.lab.catalog import LABS_DIR_ENV
 

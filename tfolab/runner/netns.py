@@ -62,6 +62,18 @@ def child_dies_with_parent() -> None:
         os._exit(127)
 
 
+def own_autogroup() -> None:
+    """A session of its own, so a scheduler autogroup of its own at nice 0.
+
+    With autogroups (kernel.sched_autogroup_enabled), CPU time is shared between
+    sessions first: a lab run is then not weighed against whatever else its
+    parent's session runs (served UIs lower their own group, tfolab.tui.classroom).
+    Harmless where it cannot (already a group leader).
+    """
+    with contextlib.suppress(OSError):
+        os.setsid()
+
+
 def enter_new_netns() -> str:
     """Unshare into a new network namespace; returns how ("root" or "user namespace")."""
     uid, gid = os.geteuid(), os.getegid()
