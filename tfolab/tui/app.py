@@ -73,6 +73,7 @@ class TfolabApp(App[None]):
 
     def _named(self, name: str | None) -> None:
         self.classroom.session = name
+        self.student = name or ""  # the predict form's name, filled in once
         self.sub_title = f"session: {name}"
 
     def open_lab(self, lab_name: str, scenario: str | None = None) -> None:
