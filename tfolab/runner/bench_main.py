@@ -4,7 +4,10 @@
 Rules: as the lab runner (tfolab/runner/__main__.py): it dies with its parent and
 everything it starts dies with it (the servers by --die-with-parent, nginx by
 PR_SET_PDEATHSIG, the namespace with its last process); errors the user can fix
-become one "error" event and exit code 2. The bench's processes stay on normal
+become one "error" event and exit code 2. Its measured runs take one of the
+machine's measurement slots (tfolab.core.slots), after setting up while no
+other run measures, so a bench and a class's lab runs queue instead of
+disturbing each other. The bench's processes stay on normal
 scheduling: at D = 0 it is CPU-bound, and real-time client and servers would
 starve the kernel's softirq threads (the delayer keeps its own real-time
 priority, so the delay stays exact).
@@ -15,12 +18,21 @@ from __future__ import annotations
 import sys
 import time
 
-from tfolab.core import kernel, native
+from tfolab.core import kernel, native, slots
 from tfolab.core.errors import UserError
 from tfolab.runner import netns, netstack
 from tfolab.runner.backends import BACKENDS, REINSTALL_FIX, InstalledDelay, install_delay
 from tfolab.runner.bench_run import run_bench, start_servers
-from tfolab.runner.protocol import BenchJob, Done, Event, Failed, Setup, encode_event
+from tfolab.runner.protocol import (
+    BenchJob,
+    Done,
+    Event,
+    Failed,
+    Setup,
+    SlotTaken,
+    SlotWait,
+    encode_event,
+)
 
 FASTOPEN_SYSCTL = 3  # client and server Fast Open with cookies (the default of a host)
 
@@ -42,15 +54,20 @@ def main() -> int:
     netns.die_with_parent()
     job = BenchJob.from_json(sys.stdin.read())
     delay: InstalledDelay | None = None
+    slot: slots.Slot | None = None
     try:
+        table = slots.SlotTable.open()  # the machine's measurement slots, as every lab run's
         server = str(native.executable_path("tfo-echo-server"))
         client = str(native.executable_path("tfo-bench-client"))
         delayer = native.optional_executable("tfo-delay")
-        how = netns.enter_new_netns()
-        netns.set_loopback(True)
-        delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
-        configure(delay.backend)
-        servers = start_servers(job, server)
+        with table.setting_up():  # kernel-heavy: never while another run measures
+            how = netns.enter_new_netns()
+            netns.set_loopback(True)
+            delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
+            configure(delay.backend)
+            servers = start_servers(job, server)
+        slot = table.acquire(lambda ahead: emit(SlotWait(ahead, table.size)))
+        emit(SlotTaken(slot.waited_ms, slot.size, slot.ahead))
         try:
             emit(
                 Setup(
@@ -78,6 +95,8 @@ def main() -> int:
     finally:
         if delay is not None:
             delay.stop()
+        if slot is not None:
+            slot.release()
 
 
 if __name__ == "__main__":
