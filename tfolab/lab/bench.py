@@ -176,7 +176,8 @@ class BenchResult:
             "backend": self.backend,
             "kernel": self.kernel_release,
             "delays_ms": list(plan.delays),
-            "peer": plan.peer_note or "nginx",
+            "peer": "nginx" if "nginx" in plan.servers else "none",
+            "peer_note": plan.peer_note,  # why nginx did not run ("" when it did)
             "runtime_s": round(self.runtime_s, 2),
             "notes": self.notes,
             "results": [row.to_json() for row in self.rows],
@@ -227,8 +228,6 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
     """Every delay of the plan, one runner each; the result with its predictions."""
     started = time.monotonic()
     result = BenchResult(plan)
-    if plan.peer_note:
-        result.notes.append(plan.peer_note)
     # Progress in expected seconds: a run at D = 75 ms lasts a hundred D = 0 rounds.
     weights = {d: expected_run_s(plan, d) for d in plan.delays}
     total = sum(weights[d] * rounds_for(d) for d in plan.delays) * len(plan.servers) * len(MODES)
