@@ -117,6 +117,7 @@ def checks() -> list[Check]:
                 "" if path else "install iproute2 (apt-get install iproute2)",
             )
         )
+    found.append(_nginx_check())
     found.append(Check("python", True, platform.python_version()))
     textual = _version("textual")
     found.append(
@@ -172,14 +173,35 @@ def _native_check() -> Check:
     try:
         library = native.library_path()
         native.load_library()
-        for name in ("tfo-echo-server", "tfo-echo-client", "tfo-delay"):
+        for name in NATIVE_EXECUTABLES:
             native.executable_path(name)
     except native.NativeError as err:
         return Check("native parts", False, str(err), REINSTALL_FIX)
     return Check(
         "native parts",
         True,
-        f"libtfolab.so, tfo-echo-server, tfo-echo-client, tfo-delay in {library.parent}",
+        f"libtfolab.so, {', '.join(NATIVE_EXECUTABLES)} in {library.parent}",
+    )
+
+
+NATIVE_EXECUTABLES = ("tfo-echo-server", "tfo-echo-client", "tfo-bench-client", "tfo-delay")
+
+
+NGINX_FIX = "apt-get install nginx (tfolab starts its own copy; its service may stay off)"
+
+
+def _nginx_check() -> Check:
+    """The bench's peer: optional, so its absence is said, never a failure of real runs."""
+    from tfolab.runner.nginx import find_nginx
+
+    path = find_nginx()
+    return Check(
+        "nginx (the bench's peer)",
+        path is not None,
+        path or "not found: `tfolab bench` runs without the peer",
+        ""
+        if path
+        else "apt-get install nginx (tfolab starts its own copy; the service may stay off)",
     )
 
 
