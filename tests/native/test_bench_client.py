@@ -57,7 +57,9 @@ def test_plain_and_fastopen_requests_with_and_without_concurrency() -> None:
         assert out["error"] is None and out["completed"] == N
         assert len(out["latency_us"]) == N and all(v > 0 for v in out["latency_us"])
         assert out["end_ns"] > out["start_ns"] > 0
-        assert 1 <= out["wakeups"] <= 2 * N + 1 and out["cpu_us"] > 0
+        # Per request at most three wake-ups: the connect completing (plain), the
+        # response, and the server's close when its FIN comes in a segment of its own.
+        assert 1 <= out["wakeups"] <= 3 * N + 1 and out["cpu_us"] > 0
         assert out["concurrency"] == int(key.split("/")[1])
         assert run_["progress"] == ["progress 10", "progress 20", "progress 30"]
         # The warm-up request (unmeasured) comes first and counts in the counters:
