@@ -8,7 +8,6 @@ under `strace -f -e execve`, which records any program the CLI starts.
 
 from __future__ import annotations
 
-import asyncio
 import resource
 import subprocess
 import sys
@@ -17,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_nothing_starts import Spawned, _strace
+from tests.cli.spawning import Spawned, strace_or_skip
 from tfolab import cli
 from tfolab.lab import bench_plan
-from tfolab.runner import client
 
 # (arguments after `bench`, what the one stderr line must contain)
 CASES = [
@@ -38,28 +36,6 @@ CASES = [
     (["--peer", "apache"], "invalid choice: 'apache'"),
 ]
 IDS = [" ".join(args) or "(empty)" for args, _ in CASES]
-
-
-@pytest.fixture
-def spawns(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    calls: list[object] = []
-
-    def stream_events(job: object, **_: object) -> None:
-        calls.append(job)
-        raise Spawned(f"the runner would have started for {job}")
-
-    async def create_subprocess_exec(*args: object, **_: object) -> None:
-        calls.append(args)
-        raise Spawned(f"a process would have started: {args}")
-
-    def popen(*args: object, **_: object) -> None:
-        calls.append(args)
-        raise Spawned(f"a process would have started: {args}")
-
-    monkeypatch.setattr(client, "stream_events", stream_events)
-    monkeypatch.setattr(asyncio, "create_subprocess_exec", create_subprocess_exec)
-    monkeypatch.setattr(subprocess, "Popen", popen)
-    return calls
 
 
 def _refused(args: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,7 +109,7 @@ PROCESS_CASES = [
 def test_refused_as_a_process_that_starts_nothing(
     args: list[str], expected: str, tmp_path: Path
 ) -> None:
-    strace = _strace()
+    strace = strace_or_skip()
     trace = tmp_path / "execve.txt"
     started = time.monotonic()
     done = subprocess.run(

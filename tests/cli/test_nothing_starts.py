@@ -12,8 +12,6 @@ Two independent proofs, neither of which touches the network:
 
 from __future__ import annotations
 
-import asyncio
-import shutil
 import subprocess
 import sys
 import time
@@ -21,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.spawning import Spawned, strace_or_skip
 from tfolab import cli
-from tfolab.runner import client
 
 GOOD_LAB = '[lab]\nname = "fine"\n\n[[scenario]]\nname = "a"\n'
 
@@ -68,33 +66,6 @@ CASES = [
 IDS = [" ".join(args) for args, _ in CASES]
 
 
-class Spawned(AssertionError):
-    """A runner was about to start: the test has failed."""
-
-
-@pytest.fixture
-def spawns(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Replace every way the CLI could start the runner; returns the calls made."""
-    calls: list[object] = []
-
-    def stream_events(job: object, **_: object) -> None:
-        calls.append(job)
-        raise Spawned(f"the runner would have started for {job}")
-
-    async def create_subprocess_exec(*args: object, **_: object) -> None:
-        calls.append(args)
-        raise Spawned(f"a process would have started: {args}")
-
-    def popen(*args: object, **_: object) -> None:
-        calls.append(args)
-        raise Spawned(f"a process would have started: {args}")
-
-    monkeypatch.setattr(client, "stream_events", stream_events)
-    monkeypatch.setattr(asyncio, "create_subprocess_exec", create_subprocess_exec)
-    monkeypatch.setattr(subprocess, "Popen", popen)
-    return calls
-
-
 @pytest.mark.parametrize(("args", "expected"), CASES, ids=IDS)
 def test_refused_in_process_before_any_spawn(
     args: list[str], expected: str, spawns: list[object], capsys: pytest.CaptureFixture[str]
@@ -127,26 +98,11 @@ def test_a_broken_lab_is_refused_before_any_spawn(
     assert spawns == []
 
 
-def _strace() -> str:
-    strace = shutil.which("strace")
-    if strace is None:
-        pytest.skip("strace is not installed")
-    probe = subprocess.run(
-        [strace, "-f", "-qq", "-e", "trace=execve", "-o", "/dev/null", "true"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"strace cannot trace here: {probe.stderr.strip()[-200:]}")
-    return strace
-
-
 @pytest.mark.parametrize(("args", "expected"), CASES, ids=IDS)
 def test_refused_as_a_process_that_starts_nothing(
     args: list[str], expected: str, tmp_path: Path
 ) -> None:
-    strace = _strace()
+    strace = strace_or_skip()
     trace = tmp_path / "execve.txt"
     started = time.monotonic()
     done = subprocess.run(

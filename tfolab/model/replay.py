@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tfolab.model.clock import ms_to_ns
-from tfolab.model.events import Recorder
+from tfolab.model.events import Recorder, Side
 from tfolab.model.output import syn_options
 from tfolab.model.predict import Headline
 from tfolab.model.sock import TcpSock
@@ -185,30 +185,20 @@ class TimeWaitPeer:
 
     def _reset(self, now: int, wire: Wire) -> None:
         """No socket any more: tcp_v4_rcv -> tcp_v4_send_reset (seq = the segment's ack)."""
-        assert wire.ack is not None
-        env = self.sock.env
-        event = env.recorder.segment(
-            iteration=self.iteration,
-            connection=self.route,
-            sent_ns=now,
-            arrived_ns=env.link.arrival(now),
+        send_reset(
+            self.sock.env,
+            now,
+            wire,
             sender="client",
-            flags=("RST",),
-            seq=wire.ack,
-            ack=None,
-            length=0,
-            options=(),
-            cookie=None,
-            what="RST",
+            iteration=self.iteration,
+            recorded_on=self.route,
+            routed_on=self.route,
             explanation=(
                 f"the {wire.what} reaches a host with no socket for it any more (the TIME_WAIT "
                 "socket was killed): tcp_v4_send_reset answers with a RST whose seq is its ack"
             ),
             cause=f"{wire.what} arrived",
-            caused_by=wire.event_id,
         )
-        rst = Wire("client", self.route, ("RST",), wire.ack, None, b"", None, None, event.id, "RST")
-        env.transmit(rst, env.link.arrival(now))
 
     def _ack(self, now: int, wire: Wire, explanation: str) -> None:
         sock = self.sock
@@ -253,15 +243,49 @@ def reset_stale_ack(sock: TcpSock, now: int, wire: Wire) -> None:
     The RST carries the old connection's numbers; it is recorded on that
     connection (the one the refused ACK's event belongs to).
     """
-    assert wire.ack is not None
-    env = sock.env
-    numbered_as = _event_connection(env.recorder, wire.event_id)
-    event = env.recorder.segment(
+    send_reset(
+        sock.env,
+        now,
+        wire,
+        sender="server",
         iteration=sock.iteration,
-        connection=numbered_as,
+        recorded_on=_event_connection(sock.env.recorder, wire.event_id),
+        routed_on=sock.connection,
+        explanation=(
+            "the replayed child (SYN_RECV) gets an ACK of iteration 1's numbers: tcp_ack "
+            "refuses it and tcp_v4_send_reset answers with a RST whose seq is that ACK's "
+            "ack number; the child itself stays"
+        ),
+        cause="an ACK of another connection arrived",
+        stale=True,
+    )
+
+
+def send_reset(
+    env: Env,
+    now: int,
+    wire: Wire,
+    *,
+    sender: Side,
+    iteration: int,
+    recorded_on: int,
+    routed_on: int,
+    explanation: str,
+    cause: str,
+    stale: bool = False,
+) -> None:
+    """tcp_v4_send_reset: a RST whose seq is the refused segment's ack, recorded and sent.
+
+    `recorded_on` is the connection the ladder draws it on, `routed_on` the one
+    the loop delivers it to; `stale` marks numbers of another connection.
+    """
+    assert wire.ack is not None
+    event = env.recorder.segment(
+        iteration=iteration,
+        connection=recorded_on,
         sent_ns=now,
         arrived_ns=env.link.arrival(now),
-        sender="server",
+        sender=sender,
         flags=("RST",),
         seq=wire.ack,
         ack=None,
@@ -269,18 +293,13 @@ def reset_stale_ack(sock: TcpSock, now: int, wire: Wire) -> None:
         options=(),
         cookie=None,
         what="RST",
-        explanation=(
-            "the replayed child (SYN_RECV) gets an ACK of iteration 1's numbers: tcp_ack "
-            "refuses it and tcp_v4_send_reset answers with a RST whose seq is that ACK's "
-            "ack number; the child itself stays"
-        ),
-        cause="an ACK of another connection arrived",
+        explanation=explanation,
+        cause=cause,
         caused_by=wire.event_id,
     )
     rst = Wire(
-        "server", sock.connection, ("RST",), wire.ack, None, b"", None, None, event.id, "RST",
-        stale=True,
-    )  # fmt: skip
+        sender, routed_on, ("RST",), wire.ack, None, b"", None, None, event.id, "RST", stale=stale
+    )
     env.transmit(rst, env.link.arrival(now))
 
 

@@ -48,6 +48,33 @@ long args_long(const struct args *a, const char *name, const char *value, long m
     return v;
 }
 
+long args_host_port(const struct args *a, const char *v, char *host, size_t host_size)
+{
+    const char *start = v;
+    size_t host_len;
+    const char *colon;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (close == NULL || close[1] != ':')
+            args_fail(a, "--connect '%.60s' is not HOST:PORT: write IPv6 as [::1]:5000", v);
+        start = v + 1;
+        host_len = (size_t)(close - start);
+        colon = close + 1;
+    } else {
+        colon = strrchr(v, ':');
+        if (colon == NULL || colon == v)
+            args_fail(a, "--connect '%.60s' is not HOST:PORT, e.g. --connect 127.0.0.1:5000", v);
+        host_len = (size_t)(colon - v);
+        if (memchr(v, ':', host_len) != NULL)
+            args_fail(a, "--connect '%.60s' is ambiguous: write IPv6 as [::1]:5000", v);
+    }
+    if (host_len == 0 || host_len >= host_size)
+        args_fail(a, "--connect '%.60s': bad host, give an address such as 127.0.0.1", v);
+    memcpy(host, start, host_len);
+    host[host_len] = '\0';
+    return args_long(a, "--connect port", colon + 1, 1, 65535);
+}
+
 static int is_long_name(const char *s)
 {
     return strncmp(s, "--", 2) == 0;

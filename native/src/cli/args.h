@@ -95,4 +95,10 @@ _Noreturn void args_fail(const struct args *a, const char *fmt, ...)
 /* Parse a decimal integer in [min, max] or fail naming the flag. */
 long args_long(const struct args *a, const char *name, const char *value, long min, long max);
 
+/*
+ * Parse --connect's HOST:PORT ([V6]:PORT for IPv6): copy the host into
+ * host[host_size] and return the port (1..65535), or fail with one line.
+ */
+long args_host_port(const struct args *a, const char *value, char *host, size_t host_size);
+
 #endif

@@ -119,26 +119,7 @@ static void fail(struct bench *b, const struct slot *s, const char *call, int er
 
 static void parse_connect(struct args *a, const char *v, struct bench *b)
 {
-    const char *host = v, *colon;
-    size_t host_len;
-    if (v[0] == '[') {
-        const char *close = strchr(v, ']');
-        if (close == NULL || close[1] != ':')
-            args_fail(a, "--connect '%.60s' is not HOST:PORT: write IPv6 as [::1]:8080", v);
-        host = v + 1;
-        host_len = (size_t)(close - host);
-        colon = close + 1;
-    } else {
-        colon = strrchr(v, ':');
-        if (colon == NULL || colon == v)
-            args_fail(a, "--connect '%.60s' is not HOST:PORT, e.g. --connect 127.0.0.1:8080", v);
-        host_len = (size_t)(colon - v);
-    }
-    if (host_len == 0 || host_len >= sizeof b->host)
-        args_fail(a, "--connect '%.60s': bad host, give an address such as 127.0.0.1", v);
-    memcpy(b->host, host, host_len);
-    b->host[host_len] = '\0';
-    b->port = (int)args_long(a, "--connect port", colon + 1, 1, 65535);
+    b->port = (int)args_host_port(a, v, b->host, sizeof b->host);
     struct sockaddr_in *in4 = (struct sockaddr_in *)&b->addr;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&b->addr;
     memset(&b->addr, 0, sizeof b->addr);

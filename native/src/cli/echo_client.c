@@ -55,32 +55,6 @@ struct given {
     int payload, first, second, cork, msg_more, single_write;
 };
 
-static void parse_connect(struct args *a, const char *v, struct tfl_client_config *cfg)
-{
-    const char *host = v;
-    size_t host_len;
-    const char *colon;
-    if (v[0] == '[') {
-        const char *close = strchr(v, ']');
-        if (close == NULL || close[1] != ':')
-            args_fail(a, "--connect '%.60s' is not HOST:PORT: write IPv6 as [::1]:5000", v);
-        host = v + 1;
-        host_len = (size_t)(close - host);
-        colon = close + 1;
-    } else {
-        colon = strrchr(v, ':');
-        if (colon == NULL || colon == v)
-            args_fail(a, "--connect '%.60s' is not HOST:PORT, e.g. --connect 127.0.0.1:5000", v);
-        host_len = (size_t)(colon - v);
-        if (memchr(v, ':', host_len) != NULL)
-            args_fail(a, "--connect '%.60s' is ambiguous: write IPv6 as [::1]:5000", v);
-    }
-    if (host_len == 0 || host_len >= sizeof cfg->host)
-        args_fail(a, "--connect '%.60s': bad host, give an address such as 127.0.0.1", v);
-    memcpy(cfg->host, host, host_len);
-    cfg->host[host_len] = '\0';
-    cfg->port = (int32_t)args_long(a, "--connect port", colon + 1, 1, 65535);
-}
 
 enum { OPT_CONGESTION, OPT_CONNECT, OPT_TFO, OPT_TFO_CONNECT, OPT_PATTERN, OPT_NODELAY, OPT_CORK,
        OPT_MSG_MORE, OPT_SINGLE_WRITE, OPT_PAYLOAD, OPT_FIRST_WRITE, OPT_SECOND_WRITE,
@@ -119,7 +93,7 @@ static void parse(int argc, char **argv, struct tfl_client_config *cfg, int *jso
     while ((id = args_next(&a, &v)) != ARGS_END) {
         switch (id) {
         case OPT_CONNECT:
-            parse_connect(&a, v, cfg);
+            cfg->port = (int32_t)args_host_port(&a, v, cfg->host, sizeof cfg->host);
             have_connect = 1;
             break;
         case OPT_TFO:

@@ -1,0 +1,57 @@
+"""Proof that the CLI starts nothing: a recorder for every spawn point, and strace.
+
+`record_spawns` replaces tfolab.runner.client.stream_events, asyncio's
+subprocess call and subprocess.Popen by functions that record the call and
+raise Spawned; `strace_or_skip` finds an strace that can trace here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+
+import pytest
+
+from tfolab.runner import client
+
+
+class Spawned(AssertionError):
+    """A runner was about to start: the test has failed."""
+
+
+def record_spawns(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Replace every way the CLI could start the runner; returns the calls made."""
+    calls: list[object] = []
+
+    def stream_events(job: object, **_: object) -> None:
+        calls.append(job)
+        raise Spawned(f"the runner would have started for {job}")
+
+    async def create_subprocess_exec(*args: object, **_: object) -> None:
+        calls.append(args)
+        raise Spawned(f"a process would have started: {args}")
+
+    def popen(*args: object, **_: object) -> None:
+        calls.append(args)
+        raise Spawned(f"a process would have started: {args}")
+
+    monkeypatch.setattr(client, "stream_events", stream_events)
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", create_subprocess_exec)
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    return calls
+
+
+def strace_or_skip() -> str:
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed")
+    probe = subprocess.run(
+        [strace, "-f", "-qq", "-e", "trace=execve", "-o", "/dev/null", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"strace cannot trace here: {probe.stderr.strip()[-200:]}")
+    return strace
