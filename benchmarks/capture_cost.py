@@ -41,7 +41,7 @@ from pathlib import Path
 
 from tfolab.core import native
 from tfolab.model.scenario import ScenarioConfig
-from tfolab.runner import netns, netstack
+from tfolab.runner import netns, netstack, priority
 from tfolab.runner.backends.nfqueue import delayer_args
 from tfolab.runner.backends.nfrule import install_rule
 from tfolab.runner.capture import Capture, CaptureUnavailable
@@ -178,7 +178,9 @@ def main() -> None:
     args = parser.parse_args()
     netns.enter_new_netns()
     netns.set_loopback(True)
-    _, scheduling = netns.prefer_realtime()
+    realtime, scheduling = priority.realtime_permitted()
+    if realtime:
+        priority.prefer_realtime()
     netstack.write_sysctl("net.ipv4.tcp_autocorking", 0)
     install_rule()
     try:

@@ -3,7 +3,8 @@
 Starts `tfolab serve --results DIR` on 127.0.0.1, then N real websocket clients
 speaking textual-serve's protocol (what the page's script sends: ["stdin", keys],
 ["resize", {...}]) connect at the same moment. Each types a session name, opens
-the first lab and presses r; its run is over when the session saves it in DIR.
+the first lab, types its predictions and presses r; its run is over when the
+session saves it in DIR.
 Prints: measurements in band (%), slot wait p50/p99, time to result p50/p99
 (from the key press to the saved result), memory per session (PSS of each
 session's processes, read from /proc, while all are open).
@@ -32,6 +33,8 @@ import time
 from pathlib import Path
 
 import aiohttp
+
+from tfolab.core import autogroup
 
 ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
 
@@ -73,6 +76,13 @@ class Student:
                 await self._until("Labs", 60)
                 await asyncio.sleep(1)
                 await websocket.send_json(["stdin", "\r"])  # the first lab, first scenario
+                await self._until("Headline, iteration", 60)
+                await asyncio.sleep(1)
+                # Predict first, as a student must: one key at a time, since a key
+                # reaches the field that has the focus when it is handled.
+                for key in ("4", "D", "\t", "4", "D", "\r"):
+                    await websocket.send_json(["stdin", key])
+                    await asyncio.sleep(0.3)
                 await self._until("Run for real", 60)
                 await asyncio.sleep(1)
                 self.ready = True
@@ -194,13 +204,16 @@ def report(students: list[Student], memory: list[int], errors: list[BaseExceptio
 
 def stand_aside() -> None:
     """The simulated browsers would be on the students' laptops: here they give way to the
-    measurements, in a scheduler autogroup of their own at nice 19 (as serve's sessions do)."""
-    try:
-        os.setsid()
-        with open("/proc/self/autogroup", "w") as handle:
-            handle.write("19")
-    except OSError as err:
-        print(f"note: the simulated browsers share the CPU as usual ({err})")
+    measurements and to the sessions. They lead the low autogroup that serve joins
+    (tfolab.core.autogroup) and, once serve runs, turn SCHED_IDLE inside it."""
+    if not autogroup.lead_low_group():
+        print("note: the simulated browsers share the CPU as usual (no autogroup of their own)")
+
+
+def behind_the_sessions() -> None:
+    """SCHED_IDLE for this thread (and the threads it starts): only after serve started,
+    since a child would inherit it and could not leave it."""
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def main() -> None:
@@ -208,13 +221,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--python", default=sys.executable, help="the interpreter serve runs")
+    parser.add_argument("--keep", type=Path, help="copy the saved runs here, to study them")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="tfolab-classroom-"))
     os.chmod(base, 0o755)
     results = base / "results"
     process, port = start_serve(args.python, results)
+    behind_the_sessions()
     try:
         asyncio.run(classroom(args.sessions, port, results, process.pid))
+        if args.keep is not None:
+            shutil.copytree(results, args.keep, dirs_exist_ok=True)
     finally:
         process.send_signal(signal.SIGTERM)
         try:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -83,11 +86,15 @@ def run_tfolab(
 
 
 @pytest.fixture(scope="session")
-def nobody_python() -> str:
-    """A Python that the user nobody can run tfolab with (tests/unprivileged.py), or skip."""
+def nobody_python() -> Iterator[str]:
+    """A Python that the user nobody can run tfolab with (tests/unprivileged.py), or skip.
+    A venv made for it in /tmp is removed at the end of the session."""
     from tests.unprivileged import python_for_nobody
 
     python, why = python_for_nobody()
     if python is None:
         pytest.skip(f"no Python for the user nobody: {why}")
-    return python
+    yield python
+    made = Path(python).parents[1]
+    if made.name.startswith("tfolab-nobody-python-"):
+        shutil.rmtree(made, ignore_errors=True)

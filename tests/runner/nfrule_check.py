@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from tfolab.core import native
+from tfolab.core import lifetime, native
 from tfolab.runner import netns
 from tfolab.runner.backends import nfrule
 from tfolab.runner.backends.nfqueue import delayer_args
@@ -21,7 +21,7 @@ DELAY_MS = 20.0
 
 
 def main(way_name: str) -> dict[str, object]:
-    netns.die_with_parent()
+    lifetime.die_with_parent()
     netns.enter_new_netns()
     netns.set_loopback(True)
     ways = tuple(way for way in nfrule.WAYS if way.name == way_name)

@@ -405,9 +405,10 @@ def test_without_cap_net_raw_start_says_why() -> None:
 
 
 def _enter_lab() -> None:
+    from tfolab.core import lifetime
     from tfolab.runner import netns
 
-    netns.die_with_parent()
+    lifetime.die_with_parent()
     netns.enter_new_netns()
     netns.set_loopback(True)
     Path("/proc/sys/net/ipv4/tcp_autocorking").write_text("0")
@@ -619,9 +620,10 @@ def inside_rounds() -> dict[str, object]:
 def inside_refused() -> dict[str, object]:
     """A user namespace of our own, on the network namespace we were in: packet sockets there
     need CAP_NET_RAW over that network namespace, which the new user namespace lacks."""
+    from tfolab.core import lifetime
     from tfolab.runner import netns
 
-    netns.die_with_parent()
+    lifetime.die_with_parent()
     if netns._libc.unshare(netns.CLONE_NEWUSER) != 0:
         return {"not_refused": "no user namespace to drop CAP_NET_RAW with"}
     try:  # protocol 0 receives nothing: this probe can never see the host's packets

@@ -79,7 +79,9 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
     if os.geteuid() == 0:
         python = request.getfixturevalue("nobody_python")
 
-    def start(*args: str, env: dict[str, str] | None = None) -> Served:
+    def start(
+        *args: str, env: dict[str, str] | None = None, as_a_shell_job: bool = False
+    ) -> Served:
         process = subprocess.Popen(
             [python, "-m", "tfolab", "serve", "--port", "0", *args],
             stdout=subprocess.PIPE,
@@ -87,6 +89,7 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
             text=True,
             cwd=ROOT,
             env=dict(os.environ, **(env or {})),
+            process_group=0 if as_a_shell_job else None,  # a shell makes each job a group
         )
         served = Served(process, "")
         started.append(served)

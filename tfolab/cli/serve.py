@@ -179,7 +179,6 @@ def prepare_results(folder: Path | None, account: Account | None) -> None:
 
 def session_environment(home: Path, results: Path | None) -> dict[str, str]:
     env = {
-        "TFOLAB_SERVED": "1",
         "HOME": str(home),
         "TMPDIR": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
@@ -236,9 +235,9 @@ def check_interpreter(account: Account | None) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from tfolab.core import autogroup
     from tfolab.core.privileges import drop_to
     from tfolab.lab.environment import REAL_RUNS_OFF_ENV
-    from tfolab.tui.classroom import yield_to_measurements
     from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
 
     token = check_token(args.token, args.host)
@@ -248,6 +247,8 @@ def handle(args: argparse.Namespace) -> int:
     home = private_home(account)
     try:
         prepare_results(results, account)
+        # Every session, and the relay of their screens, yields to measuring runs.
+        autogroup.lead_low_group(in_the_waiter=lambda: drop_to(account) if account else None)
         if account is not None:
             drop_to(account)
         check_interpreter(account)
@@ -257,7 +258,6 @@ def handle(args: argparse.Namespace) -> int:
                 "give that user the folder (chown), or another --results",
             )
         os.environ.update(session_environment(home, results))
-        yield_to_measurements()  # the relay of 30 tabs' screens, too, gives way to measuring
         if args.labs_dir is not None:
             from tfolab.lab.catalog import LABS_DIR_ENV
 

@@ -18,9 +18,9 @@ import contextlib
 import sys
 import time
 
-from tfolab.core import kernel, native, slots
+from tfolab.core import autogroup, kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
-from tfolab.runner import netns
+from tfolab.runner import netns, priority
 from tfolab.runner.backends import REINSTALL_FIX, InstalledDelay, install_delay
 from tfolab.runner.capture import Capture, CaptureUnavailable
 from tfolab.runner.protocol import (
@@ -43,7 +43,7 @@ def emit(event: Event) -> None:
 
 def main() -> int:
     started = time.monotonic()
-    netns.die_with_parent()
+    lifetime.die_with_parent()
     job = Job.from_json(sys.stdin.read())
     delay: InstalledDelay | None = None
     held: list[slots.Slot] = []
@@ -51,9 +51,6 @@ def main() -> int:
         table = slots.SlotTable.open()
         server = str(native.executable_path("tfo-echo-server"))
         delayer = native.optional_executable("tfo-delay")
-        # Python's start-up ran in the parent's autogroup (a served UI's is at nice 19);
-        # from here on the lab's processes get an autogroup of their own, at nice 0.
-        netns.own_autogroup()
         setup = contextlib.ExitStack()
         gate_started = time.monotonic()
         setup.enter_context(table.setting_up())  # kernel-heavy: never while a run measures
@@ -61,7 +58,7 @@ def main() -> int:
         started += gate_ms / 1000  # setup_ms is the lab's own setup, not that wait
         how = netns.enter_new_netns()
         netns.set_loopback(True)
-        realtime, scheduling = netns.realtime_permitted()
+        realtime, scheduling = priority.realtime_permitted()
         delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
         delay.notes.append(scheduling)
         network = LabNetwork(delay.backend, delay.delay_ms, server)
@@ -96,9 +93,16 @@ def main() -> int:
             setup.close()
             slot = table.acquire(lambda ahead: emit(SlotWait(ahead, table.size)))
             held.append(slot)
+            # Until now this process waited in its parent's autogroup (a served UI's is at
+            # nice 19); measuring, it leads one of its own at nice 0, as the server and
+            # the delayer, started in sessions of their own, already do.
+            autogroup.new_session()
             emit(SlotTaken(round(gate_ms + slot.waited_ms, 1), slot.size, slot.ahead))
             if realtime:
-                netns.prefer_realtime((server_pid,))
+                priority.prefer_realtime((server_pid,))
+            else:
+                delayer_pid = () if installed.delayer is None else (installed.delayer.pid,)
+                priority.prefer_short_slices((server_pid, *delayer_pid))
 
         for index, scenario in enumerate(job.scenarios):
             run_scenario(network, scenario, emit, measure_next if index == 0 else None)
@@ -125,7 +129,7 @@ def main() -> int:
 def _give_back(held: list[slots.Slot]) -> None:
     """Normal scheduling again, then the slot to the next in line."""
     for slot in held:
-        netns.normal_scheduling()
+        priority.normal_scheduling()
         slot.release()
     held.clear()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import time
 
-from tfolab.core import kernel, native, slots
+from tfolab.core import kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
 from tfolab.runner import netns, netstack
 from tfolab.runner.backends import BACKENDS, REINSTALL_FIX, InstalledDelay, install_delay
@@ -51,7 +51,7 @@ def configure(backend: str) -> None:
 
 def main() -> int:
     started = time.monotonic()
-    netns.die_with_parent()
+    lifetime.die_with_parent()
     job = BenchJob.from_json(sys.stdin.read())
     delay: InstalledDelay | None = None
     slot: slots.Slot | None = None

@@ -111,7 +111,7 @@ def free_port() -> int:
 
 def start_nginx(executable: str, concurrency: int) -> NginxServer:
     """Start nginx in this namespace and wait until it accepts connections."""
-    from tfolab.runner import netns  # loads libc through ctypes: only where nginx starts
+    from tfolab.core import lifetime  # loads libc through ctypes: only where nginx starts
 
     folder = tempfile.TemporaryDirectory(prefix="tfolab-nginx-")
     path = Path(folder.name)
@@ -122,7 +122,7 @@ def start_nginx(executable: str, concurrency: int) -> NginxServer:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=netns.child_dies_with_parent,  # the runner is single-threaded
+        preexec_fn=lifetime.child_dies_with_parent,  # the runner is single-threaded
     )
     server = NginxServer(process, port, folder)
     deadline = time.monotonic() + READY_TIMEOUT_S

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tfolab.core import native
+from tfolab.core import lifetime, native
 from tfolab.core.errors import UserError
 from tfolab.runner import netns
 from tfolab.runner.backends import BACKENDS
@@ -18,7 +18,7 @@ from tfolab.runner.backends import BACKENDS
 
 def probe() -> dict[str, object]:
     report: dict[str, object] = {}
-    netns.die_with_parent()
+    lifetime.die_with_parent()
     try:
         report["namespace"] = netns.enter_new_netns()
         netns.set_loopback(True)

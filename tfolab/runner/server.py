@@ -109,7 +109,13 @@ def start_server(executable: str, config: ScenarioConfig) -> EchoServer:
 
 def start_server_process(args: list[str]) -> EchoServer:
     """Start tfo-echo-server with these arguments and wait for its READY line."""
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # an autogroup at nice 0, not a waiting UI's (core/autogroup)
+    )
     assert process.stdout is not None
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)

@@ -20,7 +20,7 @@ from tfolab.core.errors import UserError
 from tfolab.lab.attempts import RESULTS_DIR_ENV
 from tfolab.lab.catalog import Lab, load_labs
 from tfolab.lab.environment import RealRunStatus, quick_check
-from tfolab.tui.classroom import Classroom, SessionNameScreen, yield_to_measurements
+from tfolab.tui.classroom import Classroom, SessionNameScreen
 from tfolab.tui.commands import LabCommands
 from tfolab.tui.predicting import Predictions
 from tfolab.tui.screens.help import HelpScreen
@@ -101,7 +101,6 @@ class TfolabApp(App[None]):
 
 def run_app(*, demo: bool = False) -> int:
     """`tfolab` without a command: the UI. Exit code 2 if the labs cannot be read."""
-    yield_to_measurements()
     try:
         app = TfolabApp(demo=demo)
     except UserError as err:

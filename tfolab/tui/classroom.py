@@ -6,16 +6,16 @@ Rules:
   real run is saved there with it (tfolab.lab.results_dir). Elsewhere nothing
   here is shown and nothing is written.
 - A save that fails says so in a notification; the run itself stands.
-- A served session yields the CPU to measuring runs: it moves into a
-  scheduler autogroup of its own at nice 19 (`yield_to_measurements`), while
-  every runner starts an autogroup of its own at nice 0 (tfolab/runner), so
-  thirty UIs redrawing do not delay a measurement's wake-ups.
+- A served session yields the CPU to measuring runs: it runs in the one
+  scheduler autogroup at nice 19 that `tfolab serve` leads for all its
+  sessions (tfolab.core.autogroup); a run it starts waits there and moves to
+  a group of its own, at nice 0, only once it holds a measurement slot
+  (tfolab/runner), so thirty UIs redrawing and twenty-nine runs waiting do
+  not delay a measurement's wake-ups.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -74,17 +74,3 @@ class Classroom:
             return None
         payload = {"session": self.session or "", "run": result.to_json()}
         return save_result(self.directory, "run", payload)
-
-
-SERVED_ENV = "TFOLAB_SERVED"  # set by `tfolab serve` for its sessions
-SESSION_AUTOGROUP_NICE = 19
-
-
-def yield_to_measurements() -> None:
-    """In a served session: its own autogroup, at the lowest weight (no effect elsewhere)."""
-    if not os.environ.get(SERVED_ENV):
-        return
-    with contextlib.suppress(OSError):
-        os.setsid()  # a session of its own is a scheduler autogroup of its own
-        with open("/proc/self/autogroup", "w") as handle:
-            handle.write(str(SESSION_AUTOGROUP_NICE))

@@ -60,6 +60,7 @@ class Nfqueue:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # an autogroup at nice 0, not a waiting UI's (core/autogroup)
         )
         assert process.stdout is not None
         if process.stdout.readline().strip() != "READY":

@@ -1,0 +1,78 @@
+"""`tfolab serve` leads one scheduler autogroup at nice 19 that all its sessions share
+(tfolab.core.autogroup.lead_low_group), whether started as a shell's job or not."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.serve.test_serve import _descendants
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/autogroup").exists()
+    or Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() != "1",
+    reason="no scheduler autogroups here (CONFIG_SCHED_AUTOGROUP, kernel.sched_autogroup_enabled)",
+)
+
+
+async def _first_screen(
+    ws_url: str, http: aiohttp.ClientSession
+) -> aiohttp.ClientWebSocketResponse:
+    websocket = await http.ws_connect(ws_url)
+    received, deadline = 0, time.monotonic() + 60
+    while received < 2000 and time.monotonic() < deadline:
+        message = await asyncio.wait_for(websocket.receive(), 60)
+        if message.type == aiohttp.WSMsgType.BINARY:
+            received += len(message.data)
+    assert received >= 2000
+    return websocket
+
+
+def _sessions(pid: int) -> list[int]:
+    """The UI processes (`python -m tfolab`) under serve."""
+    found = []
+    for child in _descendants(pid):
+        try:
+            args = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args[-3:] == [b"-m", b"tfolab", b""]:
+            found.append(child)
+    return found
+
+
+@pytest.mark.parametrize("as_a_shell_job", [False, True], ids=["child", "shell-job"])
+async def test_every_session_shares_one_autogroup_at_nice_19(serve, as_a_shell_job: bool) -> None:
+    served = serve(as_a_shell_job=as_a_shell_job)
+    ws_url = served.local_url("ws?width=100&height=30").replace("http", "ws")
+    async with aiohttp.ClientSession() as http:
+        sockets = [await _first_screen(ws_url, http) for _ in range(2)]
+        sessions = _sessions(served.process.pid)
+        groups = {Path(f"/proc/{pid}/autogroup").read_text().strip() for pid in sessions}
+        for websocket in sockets:
+            await websocket.close()
+    assert len(sessions) == 2
+    assert len(groups) == 1 and groups.pop().endswith("nice 19")
+    assert Path("/proc/self/autogroup").read_text().strip().endswith("nice 0")  # ours untouched
+    if as_a_shell_job:
+        # What Ctrl+C does: SIGINT to the job; the server behind it stops too.
+        everything = [served.process.pid, *_descendants(served.process.pid)]
+        served.process.send_signal(signal.SIGINT)
+        served.process.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in everything) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in everything if _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
