@@ -100,9 +100,6 @@ def main() -> int:
             emit(SlotTaken(round(gate_ms + slot.waited_ms, 1), slot.size, slot.ahead))
             if realtime:
                 priority.prefer_realtime((server_pid,))
-            else:
-                delayer_pid = () if installed.delayer is None else (installed.delayer.pid,)
-                priority.prefer_short_slices((server_pid, *delayer_pid))
 
         for index, scenario in enumerate(job.scenarios):
             run_scenario(network, scenario, emit, measure_next if index == 0 else None)
