@@ -2,7 +2,8 @@
 
 `record_spawns` replaces tfolab.runner.client.stream_events, asyncio's
 subprocess call and subprocess.Popen by functions that record the call and
-raise Spawned; `strace_or_skip` finds an strace that can trace here.
+raise Spawned; `strace_or_skip` finds an strace that can trace here, and
+`run_traced` runs `python -m tfolab ...` under it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +61,33 @@ def strace_or_skip() -> str:
     if probe.returncode != 0:
         pytest.skip(f"strace cannot trace here: {probe.stderr.strip()[-200:]}")
     return strace
+
+
+@dataclass
+class Traced:
+    done: subprocess.CompletedProcess[str]
+    trace: str  # everything strace wrote
+    elapsed_s: float
+
+    @property
+    def programs(self) -> list[str]:
+        """Every execve the command and its children made."""
+        return [line for line in self.trace.splitlines() if "execve(" in line]
+
+
+def run_traced(
+    tfolab_args: list[str], folder: Path, preexec_fn: Callable[[], None] | None = None
+) -> Traced:
+    """`python -m tfolab ARGS` under strace (execve only, children too), or skip."""
+    strace = strace_or_skip()
+    trace = folder / "execve.txt"
+    started = time.monotonic()
+    done = subprocess.run(
+        [strace, "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
+         sys.executable, "-m", "tfolab", *tfolab_args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=preexec_fn,
+    )  # fmt: skip
+    return Traced(done, trace.read_text(), time.monotonic() - started)

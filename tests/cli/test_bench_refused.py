@@ -9,14 +9,11 @@ under `strace -f -e execve`, which records any program the CLI starts.
 from __future__ import annotations
 
 import resource
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli.spawning import Spawned, strace_or_skip
+from tests.cli.spawning import Spawned, run_traced
 from tfolab import cli
 from tfolab.lab import bench_plan
 
@@ -109,23 +106,14 @@ PROCESS_CASES = [
 def test_refused_as_a_process_that_starts_nothing(
     args: list[str], expected: str, tmp_path: Path
 ) -> None:
-    strace = strace_or_skip()
-    trace = tmp_path / "execve.txt"
-    started = time.monotonic()
-    done = subprocess.run(
-        [strace, "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
-         sys.executable, "-m", "tfolab", "bench", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_lower_file_limit,
-    )  # fmt: skip
+    traced = run_traced(["bench", *args], tmp_path, preexec_fn=_lower_file_limit)
+    done = traced.done
     assert done.returncode == 2, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("tfolab: ") and expected in lines[0]
     assert "Traceback" not in done.stderr and done.stdout == ""
-    programs = [line for line in trace.read_text().splitlines() if "execve(" in line]
+    programs = traced.programs
     assert len(programs) == 1, programs  # only the CLI itself
-    assert "tfolab.runner" not in trace.read_text()
-    assert time.monotonic() - started < 60
+    assert "tfolab.runner" not in traced.trace
+    assert traced.elapsed_s < 60

@@ -12,14 +12,11 @@ Two independent proofs, neither of which touches the network:
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli.spawning import Spawned, strace_or_skip
+from tests.cli.spawning import Spawned, run_traced
 from tfolab import cli
 
 GOOD_LAB = '[lab]\nname = "fine"\n\n[[scenario]]\nname = "a"\n'
@@ -102,25 +99,16 @@ def test_a_broken_lab_is_refused_before_any_spawn(
 def test_refused_as_a_process_that_starts_nothing(
     args: list[str], expected: str, tmp_path: Path
 ) -> None:
-    strace = strace_or_skip()
-    trace = tmp_path / "execve.txt"
-    started = time.monotonic()
-    done = subprocess.run(
-        [strace, "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
-         sys.executable, "-m", "tfolab", "run", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )  # fmt: skip
-    elapsed = time.monotonic() - started
+    traced = run_traced(["run", *args], tmp_path)
+    done, elapsed = traced.done, traced.elapsed_s
     assert done.returncode == 2, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("tfolab: ") and expected in lines[0]
     assert "Traceback" not in done.stderr and done.stdout == ""
-    programs = [line for line in trace.read_text().splitlines() if "execve(" in line]
+    programs = traced.programs
     # Only the CLI itself: no runner (`python -m tfolab.runner`), no tc, no server.
     assert len(programs) == 1, programs
-    assert "tfolab.runner" not in trace.read_text()
+    assert "tfolab.runner" not in traced.trace
     # A refusal is startup plus parsing; a runner's namespace and delay come later.
     assert elapsed < 60, elapsed

@@ -247,10 +247,14 @@ def handle(args: argparse.Namespace) -> int:
     home = private_home(account)
     try:
         prepare_results(results, account)
+
+        def drop_privileges() -> None:
+            if account is not None:
+                drop_to(account)
+
         # Every session, and the relay of their screens, yields to measuring runs.
-        autogroup.lead_low_group(in_the_waiter=lambda: drop_to(account) if account else None)
-        if account is not None:
-            drop_to(account)
+        autogroup.lead_low_group(in_the_waiter=drop_privileges)
+        drop_privileges()
         check_interpreter(account)
         if results is not None and not os.access(results, os.W_OK | os.X_OK):
             raise UserError(

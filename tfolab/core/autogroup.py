@@ -4,7 +4,7 @@ With kernel.sched_autogroup_enabled, and tasks in the root cpu cgroup, the
 fair scheduler shares the CPU between sessions (setsid) first and between a
 session's tasks second; a session's weight is the nice value in
 /proc/<pid>/autogroup (kernel/sched/autogroup.c). Thirty served UIs redrawing
-at nice 19 then weigh 15 each against a measuring run's 1024.
+in one group at nice 19 then weigh 15 together against a measuring run's 1024.
 
 Rules:
 - A new session is a new autogroup at nice 0: free, and no permission needed,

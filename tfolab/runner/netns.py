@@ -15,7 +15,6 @@ Rules:
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import fcntl
 import os
@@ -31,7 +30,7 @@ SIOCSIFFLAGS = 0x8914
 SIOCSIFMTU = 0x8922
 IFF_UP = 0x1
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc = ctypes.CDLL(None, use_errno=True)  # the C library already loaded: no ldconfig run
 _libc.unshare.argtypes = [ctypes.c_int]
 _libc.unshare.restype = ctypes.c_int
 
