@@ -58,7 +58,8 @@ def set_nice(nice: int, patience_s: float) -> bool:
 
 
 def nice_of_own() -> int | None:
-    """This process's autogroup nice, None where there are no autogroups."""
+    """This process's autogroup nice; None where there are no autogroups, or in the root
+    group (a process never under a setsid, e.g. a container's), whose file is empty."""
     try:
         return int(AUTOGROUP.read_text().split("nice")[1])
     except (OSError, IndexError, ValueError):
