@@ -1,12 +1,14 @@
 """A process that takes a measurement slot and holds it until its stdin closes (for tests).
 
 Prints "WAIT <ahead>" for every line update and "HOLD <index> <waited_ms> <ahead>"
-once it has the slot, flushed at once so the test can follow along.
+once it has the slot, each followed by " @<CLOCK_MONOTONIC ns>" and flushed at
+once, so the test can follow along and order events between processes.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from tfolab.core.slots import SlotTable
@@ -14,8 +16,8 @@ from tfolab.core.slots import SlotTable
 
 def main() -> None:
     table = SlotTable.open(Path(sys.argv[1]))
-    slot = table.acquire(lambda ahead: print(f"WAIT {ahead}", flush=True))
-    print(f"HOLD {slot.index} {slot.waited_ms} {slot.ahead}", flush=True)
+    slot = table.acquire(lambda ahead: print(f"WAIT {ahead} @{time.monotonic_ns()}", flush=True))
+    print(f"HOLD {slot.index} {slot.waited_ms} {slot.ahead} @{time.monotonic_ns()}", flush=True)
     sys.stdin.read()
     slot.release()
 

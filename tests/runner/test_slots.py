@@ -7,78 +7,16 @@ touches the machine-wide one or waits for other runs.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.runner.holders import Holder
 from tests.unprivileged import AS_NOBODY
 from tfolab.core.errors import UserError
-from tfolab.core.slots import SIZE_ENV, SlotTable
-
-HOLDER = ["-m", "tests.runner.slot_holder"]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def slot_dir() -> Iterator[Path]:
-    # Under /tmp (not pytest's 0700 folder): other users must reach it.
-    base = Path(tempfile.mkdtemp(prefix="tfolab-slots-test-"))
-    os.chmod(base, 0o755)
-    yield base / "slots"
-    shutil.rmtree(base, ignore_errors=True)
-
-
-class Holder:
-    def __init__(self, directory: Path, prefix: tuple[str, ...] = ()) -> None:
-        env = dict(os.environ, **{SIZE_ENV: "1"}, PYTHONPATH=str(ROOT))
-        self.process = subprocess.Popen(
-            [*(prefix or (sys.executable,)), *HOLDER, str(directory)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=ROOT,
-        )
-        self.lines: list[str] = []
-
-    def next_line(self, timeout_s: float = 20.0) -> str:
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + timeout_s
-        import selectors
-
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            if not selector.select(max(deadline - time.monotonic(), 0)):
-                raise AssertionError(f"no line in {timeout_s} s; so far {self.lines}")
-        line = self.process.stdout.readline().strip()
-        if not line:
-            err = self.process.stderr.read() if self.process.stderr else ""
-            raise AssertionError(f"the holder ended: {err[-500:]}")
-        self.lines.append(line)
-        return line
-
-    def wait_for_hold(self, timeout_s: float = 20.0) -> str:
-        while not (line := self.next_line(timeout_s)).startswith("HOLD"):
-            pass
-        return line
-
-    def release(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=10)
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
+from tfolab.core.slots import RECOUNT_S, SIZE_ENV, SlotTable
 
 
 def test_first_come_first_served_with_places_in_line(slot_dir: Path) -> None:
@@ -93,6 +31,25 @@ def test_first_come_first_served_with_places_in_line(slot_dir: Path) -> None:
     assert third.next_line() == "WAIT 0"  # the line moved
     second.release()
     assert third.wait_for_hold().endswith(" 1")
+    third.release()
+
+
+def test_the_line_moves_at_the_hand_over_before_the_next_measures(slot_dir: Path) -> None:
+    """Waiters recount when the head takes its slot (inotify), so their progress lines (and
+    the UIs redrawing them) change in the settle time, before the new holder measures."""
+    first = Holder(slot_dir)
+    first.wait_for_hold()
+    second = Holder(slot_dir)
+    assert second.next_line() == "WAIT 0"
+    third = Holder(slot_dir)
+    assert third.next_line() == "WAIT 1"
+    time.sleep(2 * RECOUNT_S)  # any timer of their own has run out meanwhile
+    first.release()
+    assert second.wait_for_hold().startswith("HOLD 0")
+    assert third.next_line() == "WAIT 0"
+    assert third.said_at_ns[-1] < second.said_at_ns[-1]  # before the new holder measures
+    second.release()
+    third.wait_for_hold()
     third.release()
 
 

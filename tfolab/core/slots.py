@@ -16,6 +16,10 @@ Rules:
   kernel, no polling) on the ticket just ahead of it; the one at the head
   polls the N `slot-<i>` files every POLL_S. "K ahead" is the number of live
   tickets below one's own (a ticket whose lock can be taken is dead).
+- Progress at hand-overs: a waiter recounts when a ticket leaves the
+  directory (tfolab.core.dirwatch: the head took its slot), not every
+  RECOUNT_S of its own. The line moves on every screen when it moves, and
+  thirty waiters do not wake twice a second to find nothing changed.
 - A ticket file appears only once it is locked (created under another name,
   locked, then renamed), so a live ticket never looks dead.
 - Quiet while measuring: kernel-heavy setup (a namespace, a delayer, a
@@ -40,6 +44,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import select
 import stat
 import threading
 import time
@@ -47,13 +52,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfolab.core import dirwatch
 from tfolab.core.errors import UserError
 
 DIR_ENV = "TFOLAB_SLOTS_DIR"
 SIZE_ENV = "TFOLAB_SLOTS"
 SETTLE_S = 0.15  # after a hand-over: the kernel tears the last lab's namespace down meanwhile
 POLL_S = 0.005  # the head of the line tries the slots this often (one process polls, not all)
-RECOUNT_S = 0.5  # how often a waiter recounts who is ahead, for its progress line
+RECOUNT_S = 0.5  # how often a waiter recounts who is ahead, where it cannot watch the line
+RECOUNT_FALLBACK_S = 5.0  # watching the line (inotify), it recounts at hand-overs, and this often
 MAX_SLOTS = 64
 
 
@@ -208,6 +215,7 @@ class SlotTable:
         if on_wait is not None:
             on_wait(first_ahead)
         done = threading.Event()
+        finished_r, finished_w = os.pipe()
 
         def wait_in_line() -> None:
             try:
@@ -215,15 +223,29 @@ class SlotTable:
             except BaseException as err:  # handed to the caller's thread
                 failed.append(err)
             finally:
+                os.write(finished_w, b".")
                 done.set()
 
         threading.Thread(target=wait_in_line, name="tfolab-slot", daemon=True).start()
+        watch = dirwatch.DirectoryWatch.open(self.directory)
         shown = first_ahead
-        while not done.wait(RECOUNT_S):
-            count = len(self.ahead_of(ticket))
-            if count != shown and on_wait is not None and not done.is_set():
-                on_wait(count)
-            shown = count
+        try:
+            while not done.is_set():
+                if watch is None:
+                    select.select([finished_r], [], [], RECOUNT_S)
+                else:  # the line moves when a ticket goes: the head took its slot
+                    watch.wait(RECOUNT_FALLBACK_S, finished_r)
+                if done.is_set():
+                    break
+                count = len(self.ahead_of(ticket))
+                if count != shown and on_wait is not None:
+                    on_wait(count)
+                shown = count
+        finally:
+            if watch is not None:
+                watch.close()
+            os.close(finished_r)
+            os.close(finished_w)
         if failed:
             raise failed[0]
         return got[0]
