@@ -35,6 +35,7 @@ from pathlib import Path
 import aiohttp
 
 from tfolab.core import autogroup
+from tfolab.core.slots import SlotTable
 
 ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
 
@@ -211,9 +212,14 @@ def stand_aside() -> None:
 
 
 def behind_the_sessions() -> None:
-    """SCHED_IDLE for this thread (and the threads it starts): only after serve started,
-    since a child would inherit it and could not leave it."""
+    """SCHED_IDLE for this thread (and the threads it starts), off the CPU that measuring
+    runs keep free of UIs (tfolab.core.cpus): only after serve started, since a child
+    would inherit both and could not leave SCHED_IDLE."""
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    every = sorted(os.sched_getaffinity(0))
+    spare = SlotTable.open().size
+    if len(every) > spare:
+        os.sched_setaffinity(0, set(every[: len(every) - spare]))
 
 
 def main() -> None:

@@ -1,5 +1,7 @@
-"""`tfolab serve` leads one scheduler autogroup at nice 19 that all its sessions share
-(tfolab.core.autogroup.lead_low_group), whether started as a shell's job or not."""
+"""How `tfolab serve` makes room for measuring runs: one scheduler autogroup at nice 19
+that all its sessions share (tfolab.core.autogroup.lead_low_group), whether started as a
+shell's job or not; and its sessions name it, so that their runs can keep the class off a
+CPU while they measure (tfolab.core.cpus)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import aiohttp
 import pytest
 
 from tests.serve.test_serve import _descendants
+from tfolab.core import cpus
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/autogroup").exists()
@@ -71,6 +74,20 @@ async def test_every_session_shares_one_autogroup_at_nice_19(serve, as_a_shell_j
         while any(_alive(pid) for pid in everything) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not [pid for pid in everything if _alive(pid)]
+
+
+async def test_sessions_name_their_server_for_the_spare_cpu(serve) -> None:
+    served = serve(as_a_shell_job=True)  # the server is then the waiter's child
+    ws_url = served.local_url("ws?width=100&height=30").replace("http", "ws")
+    async with aiohttp.ClientSession() as http:
+        websocket = await _first_screen(ws_url, http)
+        (session,) = _sessions(served.process.pid)
+        environment = Path(f"/proc/{session}/environ").read_bytes().split(b"\0")
+        named = [v for v in environment if v.startswith(cpus.SERVED_BY_ENV.encode() + b"=")]
+        assert len(named) == 1
+        server = int(named[0].split(b"=")[1])
+        assert session in cpus.the_class(server, measuring=0)
+        await websocket.close()
 
 
 def _alive(pid: int) -> bool:

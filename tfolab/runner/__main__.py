@@ -18,7 +18,7 @@ import contextlib
 import sys
 import time
 
-from tfolab.core import autogroup, kernel, lifetime, native, slots
+from tfolab.core import autogroup, cpus, kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
 from tfolab.runner import netns, priority
 from tfolab.runner.backends import REINSTALL_FIX, InstalledDelay, install_delay
@@ -47,6 +47,7 @@ def main() -> int:
     job = Job.from_json(sys.stdin.read())
     delay: InstalledDelay | None = None
     held: list[slots.Slot] = []
+    spared: list[int] = []  # a served class (UIs, waiting runs), kept off a CPU meanwhile
     try:
         table = slots.SlotTable.open()
         server = str(native.executable_path("tfo-echo-server"))
@@ -97,6 +98,8 @@ def main() -> int:
             # nice 19); measuring, it leads one of its own at nice 0, as the server and
             # the delayer, started in sessions of their own, already do.
             autogroup.new_session()
+            delayer_pid = () if installed.delayer is None else (installed.delayer.pid,)
+            spared.extend(cpus.spare_for_measuring(table.size, (server_pid, *delayer_pid)))
             emit(SlotTaken(round(gate_ms + slot.waited_ms, 1), slot.size, slot.ahead))
             if realtime:
                 priority.prefer_realtime((server_pid,))
@@ -108,7 +111,7 @@ def main() -> int:
         stats = delay.stop()
         if network.capture is not None:
             network.capture.close()
-        _give_back(held)
+        _give_back(held, spared)
         emit(Done(delayer_stats=stats))
         return 0
     except UserError as err:
@@ -118,13 +121,15 @@ def main() -> int:
         emit(Failed(str(err), REINSTALL_FIX))
         return 2
     finally:
-        _give_back(held)
+        _give_back(held, spared)
         if delay is not None:
             delay.stop()
 
 
-def _give_back(held: list[slots.Slot]) -> None:
-    """Normal scheduling again, then the slot to the next in line."""
+def _give_back(held: list[slots.Slot], spared: list[int]) -> None:
+    """Normal scheduling, the class's UIs every CPU again, then the slot to the next in line."""
+    cpus.give_back(spared)
+    spared.clear()
     for slot in held:
         priority.normal_scheduling()
         slot.release()

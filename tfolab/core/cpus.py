@@ -1,0 +1,97 @@
+"""A CPU kept free while a run measures: a served class's UIs step off it meanwhile.
+
+Thirty served UIs can keep every CPU of a small machine busy. A lab process
+that wakes (the delayer's timer, a packet for the server) then has no idle
+CPU to go to: it waits behind a UI until the scheduler's next tick, or behind
+a kernel thread that does not yield (a non-preemptible kernel keeps e.g.
+DAMON's kdamond on its CPU for several milliseconds). Measured on two cores
+with a class of thirty, such waits of 1 to 8 ms were the runs' last misses.
+
+Rules:
+- Only for served sessions: `tfolab serve` names itself in SERVED_BY_ENV,
+  which its sessions and their runs inherit. Elsewhere nothing here acts.
+- A run that holds its measurement slot takes every CPU for itself and its
+  lab's processes, moves every UI of that server (the `python -m tfolab`
+  processes under it, its own included) and every run waiting in line off the
+  last `slots` CPUs, and gives them every CPU back before it gives the slot
+  back (a waiting run takes every CPU back itself when its turn comes). A run
+  killed meanwhile leaves them there until the next run's hand-over: slower
+  screens for a moment, nothing worse.
+- Affinity is the owner's to set: the UIs and their runs are one user's, so
+  no privilege is needed. Where it is refused the run measures unspared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+SERVED_BY_ENV = "TFOLAB_SERVED_BY"  # the pid of the `tfolab serve` whose session this is
+UI_COMMAND = [b"-m", b"tfolab"]
+
+
+def _threads(pid: int) -> list[int]:
+    try:
+        return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except FileNotFoundError:
+        return []
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def the_class(server: int, measuring: int) -> list[int]:
+    """What a class runs under `server` besides the measuring run: the session UIs (the
+    `python -m tfolab` processes it started, directly or through the shell textual-serve
+    starts them with) and the runs they started that are waiting in line."""
+    parents: dict[int, int] = {}
+    uis = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        parent = _parent(pid)
+        if parent is None:
+            continue
+        parents[pid] = parent
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args[-3:-1] == UI_COMMAND:
+            uis.append(pid)
+    uis = [ui for ui in uis if server in (parents[ui], parents.get(parents[ui]))]
+    waiting = [pid for pid, parent in parents.items() if parent in uis and pid != measuring]
+    return uis + waiting
+
+
+def _set(pids: list[int], cpus: set[int]) -> None:
+    for tid in (t for pid in pids for t in _threads(pid)):
+        with contextlib.suppress(OSError):  # gone, or not ours to move
+            os.sched_setaffinity(tid, cpus)
+
+
+def spare_for_measuring(slots: int, lab: tuple[int, ...] = ()) -> list[int]:
+    """Every CPU for this run (its threads and the `lab` processes: a run started while
+    another measured inherited its UI's narrower set), and the class's UIs off the last
+    `slots` CPUs. Returns what it moved (nothing if not served, or no more CPUs than
+    slots)."""
+    every = list(range(os.cpu_count() or 1))
+    _set([os.getpid(), *lab], set(every))
+    server = os.environ.get(SERVED_BY_ENV, "")
+    if not server.isdigit() or len(every) <= slots:
+        return []
+    others = the_class(int(server), os.getpid())
+    _set(others, set(every[: len(every) - slots]))
+    return others
+
+
+def give_back(moved: list[int]) -> None:
+    """Every CPU again for what `spare_for_measuring` moved."""
+    if moved:
+        _set(moved, set(range(os.cpu_count() or 1)))
