@@ -81,7 +81,7 @@ def test_a_run_widens_itself_and_its_lab_first(
     served_class: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, _, _ = served_class
-    every = set(range(os.cpu_count() or 1))
+    every = os.sched_getaffinity(server)
     lab = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         os.sched_setaffinity(lab.pid, {0})  # started while another run measured
@@ -100,5 +100,11 @@ def test_outside_a_served_session_nothing_moves(
 ) -> None:
     _, ui, _ = served_class
     monkeypatch.delenv(cpus.SERVED_BY_ENV, raising=False)
-    assert cpus.spare_for_measuring(1) == []
-    assert os.sched_getaffinity(ui) == set(range(os.cpu_count() or 1))
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(before)})  # the user's own taskset
+    try:
+        assert cpus.spare_for_measuring(1) == []
+        assert os.sched_getaffinity(0) == {min(before)}  # left as the user set it
+    finally:
+        os.sched_setaffinity(0, before)
+    assert os.sched_getaffinity(ui) == before

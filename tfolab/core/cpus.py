@@ -9,7 +9,8 @@ with a class of thirty, such waits of 1 to 8 ms were the runs' last misses.
 
 Rules:
 - Only for served sessions: `tfolab serve` names itself in SERVED_BY_ENV,
-  which its sessions and their runs inherit. Elsewhere nothing here acts.
+  which its sessions and their runs inherit, and its own CPUs are the class's.
+  Elsewhere nothing here acts (a `taskset` of the user's own stays as set).
 - A run that holds its measurement slot takes every CPU for itself and its
   lab's processes, moves every UI of that server (the `python -m tfolab`
   processes under it, its own included) and every run waiting in line off the
@@ -76,22 +77,35 @@ def _set(pids: list[int], cpus: set[int]) -> None:
             os.sched_setaffinity(tid, cpus)
 
 
-def spare_for_measuring(slots: int, lab: tuple[int, ...] = ()) -> list[int]:
-    """Every CPU for this run (its threads and the `lab` processes: a run started while
-    another measured inherited its UI's narrower set), and the class's UIs off the last
-    `slots` CPUs. Returns what it moved (nothing if not served, or no more CPUs than
-    slots)."""
-    every = list(range(os.cpu_count() or 1))
-    _set([os.getpid(), *lab], set(every))
+def _class_cpus() -> list[int]:
+    """The CPUs the class may use: those of the server this session names; [] outside one."""
     server = os.environ.get(SERVED_BY_ENV, "")
-    if not server.isdigit() or len(every) <= slots:
+    if not server.isdigit():
         return []
-    others = the_class(int(server), os.getpid())
+    try:
+        return sorted(os.sched_getaffinity(int(server)))
+    except OSError:
+        return []
+
+
+def spare_for_measuring(slots: int, lab: tuple[int, ...] = ()) -> list[int]:
+    """Every CPU of the class for this run (its threads and the `lab` processes: a run set
+    up while another measured inherited its UI's narrower set), and the rest of the class
+    off the last `slots` of them. Returns what it moved (nothing outside a served session,
+    or with no more CPUs than slots)."""
+    every = _class_cpus()
+    if not every:
+        return []
+    _set([os.getpid(), *lab], set(every))
+    if len(every) <= slots:
+        return []
+    others = the_class(int(os.environ[SERVED_BY_ENV]), os.getpid())
     _set(others, set(every[: len(every) - slots]))
     return others
 
 
 def give_back(moved: list[int]) -> None:
-    """Every CPU again for what `spare_for_measuring` moved."""
-    if moved:
-        _set(moved, set(range(os.cpu_count() or 1)))
+    """Every CPU of the class again for what `spare_for_measuring` moved."""
+    every = _class_cpus()
+    if moved and every:
+        _set(moved, set(every))
