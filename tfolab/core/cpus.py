@@ -16,8 +16,8 @@ Rules:
   processes under it, its own included) and every run waiting in line off the
   last `slots` CPUs, and gives them every CPU back before it gives the slot
   back (a waiting run takes every CPU back itself when its turn comes). A run
-  killed meanwhile leaves them there until the next run's hand-over: slower
-  screens for a moment, nothing worse.
+  killed meanwhile leaves them there until the next run gives its slot back:
+  slower screens for a while, nothing worse.
 - Affinity is the owner's to set: the UIs and their runs are one user's, so
   no privilege is needed. Where it is refused the run measures unspared.
 """

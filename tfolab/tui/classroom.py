@@ -11,7 +11,8 @@ Rules:
   sessions (tfolab.core.autogroup); a run it starts waits there and moves to
   a group of its own, at nice 0, only once it holds a measurement slot
   (tfolab/runner), so thirty UIs redrawing and twenty-nine runs waiting do
-  not delay a measurement's wake-ups.
+  not delay a measurement's wake-ups. While it measures, that run also keeps
+  them all off one CPU (tfolab.core.cpus), so its lab always finds one idle.
 """
 
 from __future__ import annotations
