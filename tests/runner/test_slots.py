@@ -34,15 +34,20 @@ def test_first_come_first_served_with_places_in_line(slot_dir: Path) -> None:
     third.release()
 
 
+def _a_holder_and_two_in_line(slot_dir: Path) -> tuple[Holder, Holder, Holder]:
+    holder = Holder(slot_dir)
+    holder.wait_for_hold()
+    second = Holder(slot_dir)
+    assert second.next_line() == "WAIT 0"  # next in line
+    third = Holder(slot_dir)
+    assert third.next_line() == "WAIT 1"
+    return holder, second, third
+
+
 def test_the_line_moves_at_the_hand_over_before_the_next_measures(slot_dir: Path) -> None:
     """Waiters recount when the head takes its slot (inotify), so their progress lines (and
     the UIs redrawing them) change in the settle time, before the new holder measures."""
-    first = Holder(slot_dir)
-    first.wait_for_hold()
-    second = Holder(slot_dir)
-    assert second.next_line() == "WAIT 0"
-    third = Holder(slot_dir)
-    assert third.next_line() == "WAIT 1"
+    first, second, third = _a_holder_and_two_in_line(slot_dir)
     time.sleep(2 * RECOUNT_S)  # any timer of their own has run out meanwhile
     first.release()
     assert second.wait_for_hold().startswith("HOLD 0")
@@ -66,12 +71,7 @@ def test_sigkill_of_the_holder_frees_the_slot_within_a_second(slot_dir: Path) ->
 
 
 def test_sigkill_of_a_waiter_does_not_block_the_line(slot_dir: Path) -> None:
-    holder = Holder(slot_dir)
-    holder.wait_for_hold()
-    middle = Holder(slot_dir)
-    assert middle.next_line() == "WAIT 0"
-    last = Holder(slot_dir)
-    assert last.next_line() == "WAIT 1"
+    holder, middle, last = _a_holder_and_two_in_line(slot_dir)
     middle.kill()
     assert last.next_line() == "WAIT 0"  # the dead ticket no longer counts
     holder.release()
