@@ -32,7 +32,9 @@ SERVED_BY_ENV = "TFOLAB_SERVED_BY"  # the pid of the `tfolab serve` whose sessio
 UI_COMMAND = [b"-m", b"tfolab"]
 
 
-def _threads(pid: int) -> list[int]:
+def threads(pid: int | str) -> list[int]:
+    """Every thread of a process ("self": this one); [] once it is gone. Affinity and
+    scheduling policy belong to a thread, so they are set thread by thread."""
     try:
         return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
     except FileNotFoundError:
@@ -51,28 +53,25 @@ def the_class(server: int, measuring: int) -> list[int]:
     `python -m tfolab` processes it started, directly or through the shell textual-serve
     starts them with) and the runs they started that are waiting in line."""
     parents: dict[int, int] = {}
-    uis = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        parent = _parent(pid)
-        if parent is None:
-            continue
-        parents[pid] = parent
-        try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if args[-3:-1] == UI_COMMAND:
-            uis.append(pid)
-    uis = [ui for ui in uis if server in (parents[ui], parents.get(parents[ui]))]
+        if entry.isdigit() and (parent := _parent(int(entry))) is not None:
+            parents[int(entry)] = parent
+    # Only the server's children and grandchildren can be its UIs: read just their cmdlines.
+    near = [pid for pid, parent in parents.items() if server in (parent, parents.get(parent))]
+    uis = [pid for pid in near if _command(pid)[-3:-1] == UI_COMMAND]
     waiting = [pid for pid, parent in parents.items() if parent in uis and pid != measuring]
     return uis + waiting
 
 
+def _command(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
 def _set(pids: list[int], cpus: set[int]) -> None:
-    for tid in (t for pid in pids for t in _threads(pid)):
+    for tid in (t for pid in pids for t in threads(pid)):
         with contextlib.suppress(OSError):  # gone, or not ours to move
             os.sched_setaffinity(tid, cpus)
 

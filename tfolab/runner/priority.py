@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import os
 
+from tfolab.core.cpus import threads
+
 LAB_RT_PRIORITY = 5
 
 
@@ -36,15 +38,10 @@ def realtime_permitted() -> tuple[bool, str]:
     )
 
 
-def _own_threads() -> list[int]:
-    """Every thread of this process (a scheduling policy belongs to a thread)."""
-    return [int(tid) for tid in os.listdir("/proc/self/task")]
-
-
 def prefer_realtime(others: tuple[int, ...] = ()) -> bool:
     """Move this process's threads and `others` to SCHED_FIFO 5; False where not permitted."""
     try:
-        for pid in (*_own_threads(), *others):
+        for pid in (*threads("self"), *others):
             os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(LAB_RT_PRIORITY))
     except OSError:
         return False
@@ -53,6 +50,6 @@ def prefer_realtime(others: tuple[int, ...] = ()) -> bool:
 
 def normal_scheduling() -> None:
     """This process's threads back to SCHED_OTHER (always permitted: it lowers the priority)."""
-    for tid in _own_threads():
+    for tid in threads("self"):
         with contextlib.suppress(ProcessLookupError):
             os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
