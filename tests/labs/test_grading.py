@@ -62,10 +62,29 @@ def test_nagle_repeat_rounds_include_the_delayed_ack() -> None:
     assert "the trips are right, but 43.2 ms too little besides" in short.quantities[1].sentence
 
 
-def test_allowance_is_band_or_one_ms_or_ten_percent() -> None:
+def test_allowance_is_band_or_one_ms_or_ten_percent_at_most_20_ms() -> None:
     assert grading.allowance(grading.Range(20, 20), 2.0) == 2.0
     assert grading.allowance(grading.Range(0.5, 0.5), 0.3) == 1.0
     assert grading.allowance(grading.Range(84, 84), 2.0) == pytest.approx(8.4)
+    assert grading.allowance(grading.Range(444, 444), 4.7) == 20.0
+    assert grading.MAX_RELATIVE_ALLOWANCE_MS == 20.0 and grading.RELATIVE_ALLOWANCE == 0.10
+
+
+@pytest.mark.parametrize("delay", [0, 10, 50, 100, 250, 400])
+def test_a_left_out_delayed_ack_is_wrong_at_every_delay(delay: float) -> None:
+    """'4D' for a round that stalls 40-44 ms: never within the allowance (10 % of 444 was)."""
+    lab = find_lab("delack")
+    planned = session.plan(lab, "nagle")
+    result = session.predict(lab, planned, delay, hz=250)
+    quantities = quantities_for((), planned[0].iterations)
+    grade = grading.grade(
+        {"iteration 1": parse("4D"), "iterations 2+": parse("4D")},
+        quantities,
+        result.scenarios[0],
+        delay,
+    )
+    assert grade.quantities[1].model.low >= 4 * delay + 40
+    assert not grade.quantities[1].model_ok
 
 
 def test_measured_values_are_graded_too() -> None:

@@ -5,7 +5,9 @@ Rules:
 - A quantity's value is the range of the headline over its iterations (the
   model's predicted_ms; after a run, the measured ones). A prediction is right
   when its distance to that range is at most the allowance: the larger of the
-  model's band (tolerance_ms), 1 ms and 10 % of the value.
+  model's band (tolerance_ms), 1 ms and 10 % of the value, the 10 % capped
+  at 20 ms, half the shortest delayed ACK (TCP_ATO_MIN, 40 ms): so a
+  prediction that leaves out a delayed-ACK stall is wrong at every D.
 - Every grade explains itself in words: what was predicted, what the model
   says in D and ms and along which path, and, when wrong, where the two part
   (how many one-way trips, what waits on a timer) with the scenario's own
@@ -24,6 +26,9 @@ from tfolab.lab.session import ScenarioResult
 
 MIN_ALLOWANCE_MS = 1.0
 RELATIVE_ALLOWANCE = 0.10
+# Half of TCP_ATO_MIN (HZ/25 jiffies = 40 ms): the relative allowance never
+# absorbs a delayed-ACK stall, whatever the delay.
+MAX_RELATIVE_ALLOWANCE_MS = 20.0
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,8 @@ class Range:
 
 
 def allowance(model: Range, band_ms: float) -> float:
-    return max(band_ms, MIN_ALLOWANCE_MS, RELATIVE_ALLOWANCE * model.high)
+    relative = min(RELATIVE_ALLOWANCE * model.high, MAX_RELATIVE_ALLOWANCE_MS)
+    return max(band_ms, MIN_ALLOWANCE_MS, relative)
 
 
 @dataclass(frozen=True)
