@@ -26,7 +26,6 @@ CHOICES: dict[str, list[object]] = {
     "msg_more": [True, False],
     "single_write": [True, False],
     "server_quickack": [True, False],
-    "autocorking": [True, False],
     "request_bytes": [1, 16, 1459, 3000],
     "first_write_bytes": [1, 10, 1500],
     "second_write_bytes": [1, 6, 2000],

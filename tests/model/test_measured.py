@@ -15,6 +15,7 @@ import pytest
 
 from tests.model.scenarios import DELACK, scenario
 from tfolab.model import Accuracy, simulate
+from tfolab.model.scenario import ScenarioConfig, SettingError
 
 NFQUEUE_ACCURACY = Accuracy(per_packet_delay_error_ms=0.4, host_overhead_ms=0.5)
 
@@ -126,22 +127,18 @@ def test_nodelay_cork_msg_more_single_write_are_2d(delay: float) -> None:
         assert [p.predicted_ms for p in sim.predictions] == pytest.approx([2 * delay] * 5), change
 
 
-def test_autocorking_changes_nothing_on_netem() -> None:
-    """netem orphans the queued skb, so autocorking never holds the second write.
+def test_autocorking_is_no_setting() -> None:
+    """Autocorking is not offered: the model is netem's link, where it never holds a write.
 
-    With TCP_NODELAY the round stays 2D, autocorking on or off; under Nagle the two
-    timelines are the same too. (The runner turns autocorking off when its NFQUEUE
-    stand-in delays the packets; it would otherwise hold that write until the first
-    segment left the queue: 3D.)
+    netem orphans the queued skb; the runner turns tcp_autocorking off where its
+    NFQUEUE stand-in keeps the skb charged (else the second write would wait for
+    the first to leave the queue: 3D instead of 2D with TCP_NODELAY).
     """
-    for change in ({"nodelay": True}, {}):
-        config = dataclasses.replace(DELACK, **change)
-        corking = simulate(config, one_way_delay_ms=10, iterations=3)
-        plain = dataclasses.replace(config, autocorking=False)
-        not_corking = simulate(plain, one_way_delay_ms=10, iterations=3)
-        assert [e.to_json() for e in corking.events] == [e.to_json() for e in not_corking.events]
-        if config.nodelay:
-            assert [p.predicted_ms for p in corking.predictions] == pytest.approx([20.0] * 3)
+    assert "autocorking" not in {f.name for f in dataclasses.fields(ScenarioConfig)}
+    with pytest.raises(SettingError, match="unknown setting 'autocorking'"):
+        ScenarioConfig().with_settings({"autocorking": "false"})
+    sim = wwr(10, iterations=3, nodelay=True)
+    assert [p.predicted_ms for p in sim.predictions] == pytest.approx([20.0] * 3)
 
 
 def test_pingpong_thresh_3_stalls_only_every_third_round() -> None:

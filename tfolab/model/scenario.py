@@ -96,7 +96,9 @@ class ScenarioConfig:
     # --- the lab network -------------------------------------------------------
     # the namespace's lo MTU (1500 for realistic segments)
     mtu: int = field(default=65536, metadata=limits(128, 65536, "bytes"))
-    autocorking: bool = True  # net.ipv4.tcp_autocorking (namespace)
+    # net.ipv4.tcp_autocorking is no setting: the model is netem's link, which
+    # orphans a queued skb so autocorking never holds a write, and the runner
+    # turns it off where its NFQUEUE stand-in keeps skbs charged (TCP-NOTES).
 
     def with_settings(self, settings: dict[str, object]) -> ScenarioConfig:
         """Apply KEY=VALUE strings (from --set or a lab file), each one type- and range-checked.

@@ -57,9 +57,10 @@ class LabNetwork:
     fresh_addresses_used: int = 0
     capture: Capture | None = None  # None where packet sockets are refused
 
-    def autocorking_for(self, config: ScenarioConfig) -> bool:
+    @property
+    def autocorking(self) -> bool:
         # NFQUEUE keeps queued skbs charged to the socket; autocorking off restores netem.
-        return config.autocorking and not BACKENDS[self.backend].autocorking_off
+        return not BACKENDS[self.backend].autocorking_off
 
     def empty_cookie_cache(self) -> str | None:
         """Flush the cookie cache and move to a fresh destination; a note if it could not flush.
@@ -92,7 +93,7 @@ def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     netns.set_segmentation_offload(config.mtu >= LOOPBACK_MTU)
     netstack.write_sysctl("net.ipv4.tcp_fastopen", config.fastopen_sysctl)
     netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
-    netstack.write_sysctl("net.ipv4.tcp_autocorking", int(network.autocorking_for(config)))
+    netstack.write_sysctl("net.ipv4.tcp_autocorking", int(network.autocorking))
     if netstack.has_sysctl("net.ipv4.tcp_pingpong_thresh"):
         netstack.write_sysctl("net.ipv4.tcp_pingpong_thresh", config.pingpong_thresh)
     elif config.pingpong_thresh != 1:
@@ -308,6 +309,7 @@ def _captured(
                 ack=r.ack,
                 length=r.length,
                 options=list(r.options),
+                window=r.segment.window,
             )
             for r in rows
         ],
