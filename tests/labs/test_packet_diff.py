@@ -6,16 +6,18 @@ changed one way at a time, so each sentence is pinned against a known cause.
 
 from __future__ import annotations
 
+import dataclasses
+
 import msgspec
 import pytest
 
 from tests.model.scenarios import scenario
 from tfolab.lab import packets
-from tfolab.model import simulate
+from tfolab.model import Simulation, simulate
+from tfolab.model.apps import ServerScript
 from tfolab.model.events import Timer
+from tfolab.model.rcv_space import ReceiveMemory
 from tfolab.runner.protocol import CapturedRow
-
-BAND_MS = 1.8
 
 
 def _sim(name: str):
@@ -36,16 +38,17 @@ def _as_captured(rows: list[packets.Row], *, race_acks: bool) -> list[CapturedRo
             length=r.length,
             options=[o.replace("TFO cookie", "TFO cookie 0011223344556677") if o == "TFO cookie"
                      else o for o in r.options],
+            window=r.window if r.window is not None else 0,
         )
         for r in rows
         if race_acks or not r.optional
     ]  # fmt: skip
 
 
-def _diff(sim, kernel_rows: list[CapturedRow]) -> list[str]:
+def _diff(sim: Simulation, kernel_rows: list[CapturedRow]) -> list[str]:
     starts = packets.model_starts(sim)
     return packets.packet_diff(
-        packets.model_rows(sim), packets.captured_rows(kernel_rows), BAND_MS, starts, starts
+        packets.model_rows(sim), packets.captured_rows(kernel_rows), starts, starts
     )
 
 
@@ -81,14 +84,82 @@ def test_a_different_field_names_both_versions() -> None:
     assert len(said) == 1 and "wscale 10" in said[0] and "wscale 7" in said[0]
 
 
-def test_a_late_arrival_outside_the_band_is_reported() -> None:
+def test_a_late_arrival_outside_its_own_band_is_reported() -> None:
     sim = _sim("cookie")
-    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
-    kernel[-1] = msgspec.structs.replace(kernel[-1], t_ms=kernel[-1].t_ms + BAND_MS + 0.5)
+    model = packets.model_rows(sim)
+    kernel = _as_captured(model, race_acks=False)
+    band = model[-1].band_ms
+    # the last ACK: five segments on its own path, no timer
+    assert band == pytest.approx(sim.accuracy.host_overhead_ms + 0.2 * 5)
+    kernel[-1] = msgspec.structs.replace(kernel[-1], t_ms=kernel[-1].t_ms + band + 0.5)
     said = _diff(sim, kernel)
-    assert len(said) == 1 and "the model said" in said[0]
+    assert len(said) == 1 and "the model said" in said[0] and f"± {band:.2f}" in said[0]
     kernel[-1] = msgspec.structs.replace(kernel[-1], t_ms=kernel[-1].t_ms - 0.5 - 0.4)
     assert _diff(sim, kernel) == []  # 0.4 ms late: inside the band
+
+
+def test_a_different_window_is_reported() -> None:
+    sim = _sim("cookie")
+    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
+    kernel[-1] = msgspec.structs.replace(kernel[-1], window=kernel[-1].window + 1)
+    said = _diff(sim, kernel)
+    assert len(said) == 1 and "advertised window" in said[0]
+
+
+def _old_comparison(model: Simulation, kernel: list[CapturedRow]) -> list[str]:
+    """The comparison before windows and per-packet bands: no window, the widest band."""
+    widest = max(p.tolerance_ms for p in model.predictions)
+    rows = [dataclasses.replace(r, window=None, band_ms=widest) for r in packets.model_rows(model)]
+    starts = packets.model_starts(model)
+    return packets.packet_diff(rows, packets.captured_rows(kernel), starts, starts)
+
+
+def test_windows_catch_a_wrong_receive_window_rule_the_old_comparison_missed() -> None:
+    """A 6.18 kernel's receive memory charged with the pre-6.3 skb head (1280, not 896 B).
+
+    The "kernel" is the right model; the model under test charges each skb
+    384 bytes too much, so its measured payload/truesize ratio and every window
+    after the 3000-byte request are off. No ACK decision changes in this
+    scenario, so the old comparison saw nothing; the window field shows it.
+    """
+    item = scenario("fastopen", "large-data")
+    truth = simulate(item.config, one_way_delay_ms=10, iterations=2)
+    wrong = simulate(
+        item.config,
+        one_way_delay_ms=10,
+        iterations=2,
+        receive_memory=ReceiveMemory(skb_head_truesize=1280),
+    )
+    kernel = _as_captured(packets.model_rows(truth), race_acks=False)
+    assert _old_comparison(wrong, kernel) == []
+    said = _diff(wrong, kernel)
+    assert said and all("advertised window" in sentence for sentence in said)
+
+
+def test_per_packet_bands_catch_a_late_echo_the_widest_band_hid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A deliberately wrong rule: the echo server answers 2 ms after its data arrives.
+
+    In `nagle` the stalled rounds carry a timer tick in their band, and the old
+    comparison gave every segment that widest band, so round 1's late echo
+    (no timer on its path: a band of about 1.3 ms) passed.
+    """
+    item = scenario("delack", "nagle")
+    truth = simulate(item.config, one_way_delay_ms=10, iterations=3)
+    original = ServerScript.wake
+
+    def late_wake(self: ServerScript, now: int, caused_by: int | None) -> None:
+        self.ep.sock.env.call_at(now + 2_000_000, lambda t: original(self, t, caused_by))
+
+    monkeypatch.setattr(ServerScript, "wake", late_wake)
+    wrong = simulate(item.config, one_way_delay_ms=10, iterations=3)
+    monkeypatch.undo()
+    kernel = _as_captured(packets.model_rows(truth), race_acks=False)
+    assert _old_comparison(wrong, kernel) == []
+    said = _diff(wrong, kernel)
+    assert said and all("the model said" in sentence for sentence in said)
+    assert any("into iteration 1" in sentence for sentence in said)
 
 
 def test_cookie_bytes_are_the_servers_secret() -> None:

@@ -59,6 +59,7 @@ def measured(
             ack=r.ack,
             length=r.length,
             options=["TFO cookie 0011223344556677" if o == "TFO cookie" else o for o in r.options],
+            window=r.window if r.window is not None else 0,
         )
         for r in packets.model_rows(sim)
         if not r.optional

@@ -3,7 +3,8 @@
 What is compared, per connection and direction (client -> server, server ->
 client), in order: flags, relative seq and ack, payload length, the options
 the model claims (MSS, SACK permitted, timestamps, window scale, the Fast Open
-option and its kind), and each arrival time within the scenario's band.
+option and its kind), the window field, and each arrival time within the
+segment's own band.
 
 Rules:
 - Only connections the measured part opened are compared: the model's
@@ -12,15 +13,21 @@ Rules:
 - Times are arrivals (the capture stamps a packet when it leaves the delay),
   each counted from the start of the iteration the model puts the segment in:
   the model's own start against the measured one, so host time between
-  iterations does not add up. The band is the scenario's widest iteration
-  tolerance (ticks on the path, packets x the backend's error, host overhead).
+  iterations does not add up. Each segment has its own band, what its own
+  causal path can add (model.predict.segment_bands: ticks of the timers on
+  it, packets x the backend's error, host overhead once).
+- The window field is compared as on the wire wherever the model states it
+  (Segment.window): a wrong receive-window rule shows here, not only in
+  whether an ACK left.
 - A cookie's bytes are the server's secret: the model names a cookie, the
   capture shows its bytes; only presence and option kind are compared.
 - Where the model names a race it cannot decide (a delayed-ACK timer due
   within the application's reaction time, Timer.race), the ACK that leaves
   when the timer wins is an optional segment: the kernel may send it or not.
-  So is an immediate ACK the kernel may merge away (Segment.race: the
-  receiving application held the socket and tcp_add_backlog coalesced).
+  So is an immediate ACK the kernel may merge away (Segment.race: at D = 0,
+  the receiving application held the socket; see delack_timer.py). Each
+  comparison counts the races it was offered and the ones the kernel took
+  (`race_count`), so a race that hides a real disagreement shows as a figure.
 - Every disagreement is one sentence; an empty list means they agree.
 """
 
@@ -49,8 +56,10 @@ class Row:
     arrived_ms: float  # on the side's own clock (the model's, or the capture's)
     iteration: int = 0  # the model's; 0 for a captured segment
     # the model's: an ACK that leaves only if a timer wins a race, or that the
-    # kernel may merge away (Segment.race: tcp_add_backlog)
+    # kernel may merge away (Segment.race)
     optional: bool = False
+    window: int | None = None  # the header's window field; None: the model does not state it
+    band_ms: float = 0.0  # the model's: how far its arrival may be from the prediction
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -92,12 +101,27 @@ def model_rows(sim: Simulation) -> list[Row]:
     chosen = [s for s in segments if s.connection in measured]
     rows = _rows(
         [
-            (s.connection, s.sender, s.flags, s.seq, s.ack, s.length, s.options, s.arrived_ms)
+            (
+                s.connection,
+                s.sender,
+                s.flags,
+                s.seq,
+                s.ack,
+                s.length,
+                s.options,
+                s.window,
+                s.arrived_ms,
+            )
             for s in chosen
         ]
     )
     rows = [
-        dataclasses.replace(row, iteration=segment.iteration, optional=segment.race)
+        dataclasses.replace(
+            row,
+            iteration=segment.iteration,
+            optional=segment.race,
+            band_ms=sim.segment_bands.get(segment.id, 0.0),
+        )
         for row, segment in zip(rows, sorted(chosen, key=lambda s: s.arrived_ms), strict=True)
     ]
     return _with_race_acks(
@@ -118,7 +142,12 @@ def _with_race_acks(sim: Simulation, rows: list[Row], row_of: dict[int, Row]) ->
         carrier = row_of.get(timer.caused_by) if timer.caused_by is not None else None
         if carrier is not None:
             optional[id(carrier)] = dataclasses.replace(
-                carrier, flags=("ACK",), length=0, options=("TS",), optional=True
+                carrier,
+                flags=("ACK",),
+                length=0,
+                options=("TS",),
+                optional=True,
+                band_ms=carrier.band_ms + 1000.0 / sim.hz,
             )
     out: list[Row] = []
     for row in rows:
@@ -150,13 +179,13 @@ def captured_rows(captured: Sequence[CapturedRow]) -> list[Row]:
     return _rows(
         [
             (c.connection, c.sender, tuple(c.flags), c.seq, c.ack, c.length, tuple(c.options),
-             c.t_ms)
+             c.window, c.t_ms)
             for c in captured
         ]
     )  # fmt: skip
 
 
-_Raw = tuple[int, str, tuple[str, ...], int, int | None, int, tuple[str, ...], float]
+_Raw = tuple[int, str, tuple[str, ...], int, int | None, int, tuple[str, ...], int | None, float]
 
 
 def _rows(raw: list[_Raw]) -> list[Row]:
@@ -167,8 +196,8 @@ def _rows(raw: list[_Raw]) -> list[Row]:
             syn_at.setdefault(connection, arrived)
     number = {old: new for new, old in enumerate(sorted(syn_at, key=syn_at.__getitem__), 1)}
     return [
-        Row(number[c], sender, flags, seq, ack, length, comparable_options(opts), t)
-        for c, sender, flags, seq, ack, length, opts, t in sorted(raw, key=lambda r: r[-1])
+        Row(number[c], sender, flags, seq, ack, length, comparable_options(opts), t, window=window)
+        for c, sender, flags, seq, ack, length, opts, window, t in sorted(raw, key=lambda r: r[-1])
         if c in number
     ]
 
@@ -185,7 +214,6 @@ class Pair:
 def pairs(
     model: list[Row],
     kernel: list[Row],
-    band_ms: float,
     model_start: dict[int, float],
     kernel_start: dict[int, float],
 ) -> list[Pair]:
@@ -194,7 +222,7 @@ def pairs(
     `model_start` and `kernel_start` give each iteration's start on each clock;
     an iteration missing from either is not timed.
     """
-    clocks = _Clocks(model_start, kernel_start, band_ms)
+    clocks = _Clocks(model_start, kernel_start)
     aligned: list[Pair] = []
     connections = sorted({r.connection for r in model} | {r.connection for r in kernel})
     for connection in connections:
@@ -208,21 +236,24 @@ def pairs(
 def packet_diff(
     model: list[Row],
     kernel: list[Row],
-    band_ms: float,
     model_start: dict[int, float],
     kernel_start: dict[int, float],
 ) -> list[str]:
     """One sentence per disagreement between the model's and the kernel's segments."""
-    return [
-        p.sentence for p in pairs(model, kernel, band_ms, model_start, kernel_start) if p.sentence
-    ]
+    return [p.sentence for p in pairs(model, kernel, model_start, kernel_start) if p.sentence]
+
+
+def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
+    """(races the model named, races the kernel took): optional rows offered and matched."""
+    named = sum(1 for row in model if row.optional)
+    taken = sum(1 for p in pairs_ if p.model is not None and p.model.optional and p.kernel)
+    return named, taken
 
 
 @dataclass(frozen=True)
 class _Clocks:
     model_start: dict[int, float]
     kernel_start: dict[int, float]
-    band_ms: float
 
     def late(self, ours: Row, theirs: Row) -> tuple[float, float] | None:
         """(kernel, model) arrival from the iteration's start, where both starts are known."""
@@ -260,6 +291,22 @@ def _said(aligned: list[Pair]) -> int:
     return sum(1 for p in aligned if p.sentence)
 
 
+def _matched_sentence(where: str, ours: Row, theirs: Row, clocks: _Clocks) -> str:
+    """What is wrong with a segment both sides sent alike: its window, or its arrival."""
+    if ours.window is not None and theirs.window is not None and ours.window != theirs.window:
+        return (
+            f"{where}: {ours.words()} advertised window {theirs.window} "
+            f"{clocks.when(theirs, ours.iteration, kernel=True)}; the model says {ours.window}"
+        )
+    times = clocks.late(ours, theirs)
+    if times is not None and abs(times[0] - times[1]) > ours.band_ms:
+        return (
+            f"{where}: {ours.words()} arrived {times[0]:.2f} ms into iteration "
+            f"{ours.iteration}; the model said {times[1]:.2f} ms ± {ours.band_ms:.2f}"
+        )
+    return ""
+
+
 def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
     aligned: list[Pair] = []
     matcher = difflib.SequenceMatcher(
@@ -268,15 +315,7 @@ def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> 
     for tag, a0, a1, b0, b1 in matcher.get_opcodes():
         if tag == "equal":
             for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
-                times = clocks.late(ours, theirs)
-                sentence = ""
-                if times is not None and abs(times[0] - times[1]) > clocks.band_ms:
-                    sentence = (
-                        f"{where}: {ours.words()} arrived {times[0]:.2f} ms into iteration "
-                        f"{ours.iteration}; the model said {times[1]:.2f} ms "
-                        f"± {clocks.band_ms:.2f}"
-                    )
-                aligned.append(Pair(ours, theirs, sentence))
+                aligned.append(Pair(ours, theirs, _matched_sentence(where, ours, theirs, clocks)))
             continue
         if tag == "replace" and a1 - a0 == b1 - b0:
             for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):

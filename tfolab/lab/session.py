@@ -115,11 +115,8 @@ class ScenarioResult:
     counter_diff: list[str] = field(default_factory=list)
     # What the server application did in the measured part: "accepted", "requests".
     app: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def band_ms(self) -> float:
-        """The widest tolerance of the scenario's iterations: a segment's time band."""
-        return max((m.tolerance_ms for m in self.measurements), default=0.0)
+    # (races the model named, races the kernel took) in the packet comparison
+    races: tuple[int, int] = (0, 0)
 
     def compare_packets(self) -> None:
         if self.captured is None:
@@ -127,9 +124,11 @@ class ScenarioResult:
         model = packets.model_rows(self.simulation)
         kernel = packets.captured_rows(self.captured)
         starts = {m.i: m.start_ms for m in self.measurements if m.start_ms is not None}
-        self.packet_diff = packets.packet_diff(
-            model, kernel, self.band_ms, packets.model_starts(self.simulation), {0: 0.0, **starts}
+        aligned = packets.pairs(
+            model, kernel, packets.model_starts(self.simulation), {0: 0.0, **starts}
         )
+        self.packet_diff = [p.sentence for p in aligned if p.sentence]
+        self.races = packets.race_count(aligned, model)
         if self.capture_lost:
             self.packet_diff.append(f"the capture lost {self.capture_lost} segments")
 
@@ -155,6 +154,7 @@ class ScenarioResult:
         if measured and self.captured is not None:
             data["captured"] = [msgspec.to_builtins(row) for row in self.captured]
             data["packet_diff"] = list(self.packet_diff)
+            data["races"] = {"named": self.races[0], "taken": self.races[1]}
         return data
 
 

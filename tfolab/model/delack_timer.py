@@ -15,12 +15,16 @@ themselves are delack.py's, this module applies them to one socket):
   scheduled, and leaves pingpong or doubles ato (delack.timer_fired); each
   ACK it sends counts TcpExt DelayedACKs (LINUX_MIB_DELAYEDACKS). A timer that
   finds nothing scheduled (an ACK already left) counts nothing.
-- An immediate ACK is a race (Segment.race) when the segment is not the
-  last of its burst and the application called into this socket (connect,
-  write, read) within its reaction time: woken, it may hold the socket lock,
-  and tcp_add_backlog coalesces segments queued behind it, so the kernel may
-  send one ACK for both. Only without a delay do the two meet: a delayed
-  burst arrives long after the call, in one softirq run.
+- An immediate ACK is a race (Segment.race) only without a delay (D = 0),
+  when the segment is not the last of its burst and the application called
+  into this socket (connect, write, read) within its reaction time: woken,
+  it may hold the socket lock, and segments that arrive meanwhile wait in its
+  backlog. Linux 6.1 may coalesce them there (tcp_add_backlog), and from 6.8
+  __tcp_ack_snd_check defers the ACK of a segment processed from the backlog
+  to tcp_release_cb (TCP_ACK_DEFERRED): either way one ACK may cover both.
+  Whether the lock is held at that instant is the race. With a delay the
+  burst arrives D after it left, long after the call that caused it, and
+  every ACK is certain.
 - Every armed timer says why it holds the ACK: the caller's reason, the FIN
   the socket hopes to piggyback on (CLOSE_WAIT), interactive mode (pingpong),
   or no quick ACK left.
@@ -41,14 +45,19 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
     why = rules.ack_now(sock.ack, sock.unacked_received_bytes, advances)
     cause = f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) arrived"
     if why is not None:
-        race = sock.more_in_burst and now < sock.app_busy_until_ns
+        race = (
+            sock.env.link.one_way_delay_ns == 0
+            and sock.more_in_burst
+            and now < sock.app_busy_until_ns
+        )
         text = f"ACK at once: {why}"
         if race:
             text += (
-                "; but a race: the application was in a call on this socket at that moment "
-                "(a read, or a write it now waits behind), and "
-                "segments that arrive while it holds the socket wait in its backlog, where "
-                "tcp_add_backlog may merge this one with the next: then one ACK covers both"
+                "; but a race (D = 0): the application was in a call on this socket at that "
+                "moment (a read, or a write it now waits behind), and segments that arrive "
+                "while it holds the socket wait in its backlog, where Linux 6.1's "
+                "tcp_add_backlog may merge this one with the next, and 6.8+ defers the ACK "
+                "to tcp_release_cb (TCP_ACK_DEFERRED): then one ACK covers both"
             )
         send_ack(sock, now, text, cause, wire.event_id, race=race)
         return

@@ -65,6 +65,9 @@ class Segment:
     # an ACK the kernel may merge away: the receiving application held the
     # socket, so tcp_add_backlog may coalesce this segment with the next one
     race: bool = False
+    # the TCP header's window field as on the wire (a SYN's or SYN-ACK's
+    # unscaled, later ones >> the sender's window scale); None: not stated
+    window: int | None = None
 
     @property
     def time_ms(self) -> float:
@@ -194,6 +197,7 @@ class Recorder:
         cause: str,
         caused_by: int | None,
         race: bool = False,
+        window: int | None = None,
     ) -> Segment:
         event = Segment(
             id=self._id(),
@@ -213,6 +217,7 @@ class Recorder:
             cause=cause,
             caused_by=caused_by,
             race=race,
+            window=window,
         )
         self._add(event)
         return event

@@ -10,6 +10,9 @@ Rules:
   unknowable, and a timer fires up to one tick after its nominal delay),
   + the number of segments on it x the backend's per-packet delay error,
   + the host overhead of one measured interval.
+- Every segment has a band of its own, built the same way from its own
+  causal chain back to its iteration's start (`segment_bands`): what its path
+  can add, never another segment's.
 - The explanation names the path: "4D: SYN, SYN-ACK, request, response", or
   "4D + delayed ACK (40-44 ms at HZ=250): write 1, [server delayed-ACK timer
   44.0 ms], ACK, write 2, echo".
@@ -120,6 +123,46 @@ def predict(
             )
         )
     return tuple(out)
+
+
+def segment_bands(
+    events: tuple[Event, ...],
+    predictions: tuple[IterationPrediction, ...],
+    *,
+    hz: int,
+    accuracy: Accuracy,
+) -> dict[int, float]:
+    """Each segment's arrival band (ms): ticks, packets and host overhead on its own path.
+
+    The path runs from the segment back along `caused_by` to its iteration's
+    start (the headline's first event; the scenario's start for iteration 0).
+    Each fired timer on it adds a tick (the jiffies phase), each segment the
+    backend's per-packet error (the segment's own one included), and the
+    host overhead is added once.
+    """
+    by_id = {e.id: e for e in events}
+    starts = {p.i: by_id[p.path[0]].time_ms for p in predictions if p.path}
+    tick_ms = 1000.0 / hz
+    bands: dict[int, float] = {}
+    for event in events:
+        if not isinstance(event, Segment):
+            continue
+        start = starts.get(event.iteration, 0.0)
+        segments = timers = 0
+        current: Event | None = event
+        while current is not None and current.time_ms >= start:
+            if isinstance(current, Segment):
+                segments += 1
+            elif isinstance(current, Timer) and current.action == "fired":
+                timers += 1
+            current = by_id[current.caused_by] if current.caused_by is not None else None
+        bands[event.id] = round(
+            timers * tick_ms
+            + segments * accuracy.per_packet_delay_error_ms
+            + accuracy.host_overhead_ms,
+            6,
+        )
+    return bands
 
 
 def _explain(

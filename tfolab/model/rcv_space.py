@@ -177,6 +177,17 @@ class RcvSpace:
             new = -(-current // unit) * unit
         self.rcv_wnd = new
 
+    def header_window(self, *, syn: bool) -> int:
+        """The window field as the header carries it (tcp_transmit_skb, tcp_select_window).
+
+        A SYN or SYN-ACK carries the initial window unscaled (min(rcv_wnd,
+        65535)); every later segment rcv_wnd >> the window scale, capped at
+        65535 << scale.
+        """
+        if syn:
+            return min(self.rcv_wnd, U16_MAX)
+        return min(self.rcv_wnd, U16_MAX << self.wscale) >> self.wscale
+
     def right_edge_advances(self, rcv_mss: int) -> bool:
         """__tcp_ack_snd_check's second condition: __tcp_select_window() >= rcv_wnd."""
         return self.select_window(rcv_mss) >= self.rcv_wnd

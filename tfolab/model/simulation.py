@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Event
 from tfolab.model.loop import World
-from tfolab.model.predict import Accuracy, IterationPrediction, predict
+from tfolab.model.predict import Accuracy, IterationPrediction, predict, segment_bands
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
 from tfolab.model.window import DEFAULT_RECEIVE_SPACE
@@ -56,6 +56,8 @@ class Simulation:
     tick_phase_ms: float = 0.0
     receive_space_bytes: int = DEFAULT_RECEIVE_SPACE
     receive_memory: ReceiveMemory = LINUX_DEFAULT
+    # each segment's own arrival band in ms, by event id (predict.segment_bands)
+    segment_bands: dict[int, float] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -125,6 +127,7 @@ def simulate(
         tick_phase_ms=float(phase),
         receive_space_bytes=receive_space_bytes,
         receive_memory=receive_memory,
+        segment_bands=segment_bands(events, predictions, hz=hz, accuracy=accuracy),
     )
 
 

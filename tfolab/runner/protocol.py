@@ -124,6 +124,7 @@ class CapturedRow(msgspec.Struct, frozen=True):
     ack: int | None
     length: int
     options: list[str]
+    window: int  # the header's window field, as on the wire (unscaled)
 
 
 class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):
