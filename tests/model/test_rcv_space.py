@@ -13,6 +13,7 @@ import pytest
 from tests.model.scenarios import scenario
 from tfolab.model import Segment, simulate
 from tfolab.model.rcv_space import RcvSpace, receive_memory_for
+from tfolab.model.scenario import ScenarioConfig
 
 MSS = 1448
 
@@ -116,8 +117,30 @@ def test_pacing_cuts_a_write_into_gso_packets_of_two_at_20ms() -> None:
 
     assert tso_segs(1448, None, 0) is None  # no RTT sample yet: unlimited
     assert tso_segs(1448, 20_000_000, 0) == 2  # D = 10: 1414 bytes per 1/1024 s, at least 2
-    assert tso_segs(1448, 2_000_000, 0) == 9  # D = 1
-    assert tso_segs(1448, 100_000, 0) == 195  # D ~ 0: nothing to cut
+    assert tso_segs(1448, 2_000_000, 0) == 15  # D = 1: 14142 + 65215 >> 3 bytes
+    assert tso_segs(1448, 100_000, 0) == 45  # D ~ 0: capped at sk_gso_max_size (65215 B)
+
+
+def test_tso_autosize_adds_gso_max_size_shifted_by_min_rtt() -> None:
+    """tcp_tso_autosize (5.18+: 6.1 and 6.18): + sk_gso_max_size >> (min_rtt_us >> 9).
+
+    The reviewer's case: D = 2 ms (min_rtt 4 ms, shift 7, +509 B), a 7000-byte
+    write at MTU 1500 leaves as one 5-segment GSO packet; the pacing rate alone
+    (7070 B per 1/1024 s) would cut it 4 + 1.
+    """
+    from tfolab.model.pacing import tso_segs
+
+    assert tso_segs(1448, 4_000_000, 0, 4_000_000) == 5
+    assert tso_segs(1448, 20_000_000, 0, 16_384_000) == 2  # shift 32: nothing added
+    config = ScenarioConfig(pattern="wwr", fresh_connection_each_iteration=False, mtu=1500,
+                            nodelay=True, single_write=True, first_write_bytes=3500,
+                            second_write_bytes=3500)  # fmt: skip
+    sim = simulate(config, one_way_delay_ms=2, iterations=2)
+    second = [
+        e for e in sim.events
+        if isinstance(e, Segment) and e.sender == "client" and e.length and e.iteration == 2
+    ]  # fmt: skip
+    assert [(s.length, "PSH" in s.flags) for s in second] == [(1448, False)] * 4 + [(1208, True)]
 
 
 def _server_data(delay_ms: float) -> list[Segment]:

@@ -1,10 +1,13 @@
 """Delayed ACK, quick-ACK mode and pingpong, as net/ipv4/tcp_input.c does them.
 
 Rules (each function names the kernel function it follows; times in jiffies):
-- `event_data_recv` (tcp_event_data_recv): the first data segment starts the
-  engine: up to 16 quick ACKs (tcp_incr_quickack), ato = TCP_ATO_MIN (HZ/25,
-  40 ms). Later segments adapt ato from the inter-arrival time m; a gap longer
-  than the RTO re-arms quick ACKs.
+- `event_data_recv` (tcp_event_data_recv): runs after `measure_rcv_mss`
+  (the kernel measures first); the first data segment starts the engine with
+  tcp_incr_quickack's rcv_wnd / (2 x rcv_mss) quick ACKs (at least 2, at most
+  16: 16 for small segments at any MTU, 3 for 8948-byte ones at MTU 9000;
+  Linux 6.1 and 6.18 alike), ato = TCP_ATO_MIN (HZ/25, 40 ms). Later segments
+  adapt ato from the inter-arrival time m; a gap longer than the RTO re-arms
+  quick ACKs.
 - `measure_rcv_mss` (tcp_measure_rcv_mss): a small pushed segment sets
   ICSK_ACK_PUSHED; a second one before an ACK sets ICSK_ACK_PUSHED2.
 - `ack_now` (__tcp_ack_snd_check): ACK at once when more than one full frame
@@ -65,7 +68,6 @@ class DelackRules:
 
     hz: int
     pingpong_thresh: int
-    rcv_wnd: int = 65535  # the initial receive window (tcp_select_initial_window)
 
     @property
     def ato_min(self) -> int:  # TCP_ATO_MIN = TCP_DELACK_MIN = HZ/25
@@ -81,21 +83,27 @@ class DelackRules:
     def in_quickack_mode(self, st: AckState) -> bool:
         return st.quick > 0 and not self.in_pingpong(st)
 
-    def incr_quickack(self, st: AckState, max_quickacks: int = TCP_MAX_QUICKACKS) -> None:
-        quickacks = self.rcv_wnd // (2 * st.rcv_mss) or 2
+    def incr_quickack(
+        self, st: AckState, rcv_wnd: int, max_quickacks: int = TCP_MAX_QUICKACKS
+    ) -> None:
+        """tcp_incr_quickack: tp->rcv_wnd / (2 x icsk_ack.rcv_mss) quick ACKs, 2 if none."""
+        quickacks = rcv_wnd // (2 * st.rcv_mss) or 2
         st.quick = max(st.quick, min(quickacks, max_quickacks))
 
-    def enter_quickack_mode(self, st: AckState) -> None:
-        self.incr_quickack(st)
+    def enter_quickack_mode(self, st: AckState, rcv_wnd: int) -> None:
+        self.incr_quickack(st, rcv_wnd)
         st.pingpong = 0
         st.ato = self.ato_min
 
-    def event_data_recv(self, st: AckState, now: int, rto: int) -> str | None:
-        """A data segment was queued; returns a note worth teaching, if any."""
+    def event_data_recv(self, st: AckState, now: int, rto: int, rcv_wnd: int) -> str | None:
+        """A data segment was queued (after measure_rcv_mss); a note worth teaching, if any.
+
+        `rcv_wnd` is the window last advertised (tp->rcv_wnd).
+        """
         st.pending |= ACK_SCHED
         note = None
         if st.ato == 0:
-            self.incr_quickack(st)
+            self.incr_quickack(st, rcv_wnd)
             st.ato = self.ato_min
             note = f"first data: quick-ACK mode ({st.quick} quick ACKs, ato 40 ms)"
         else:
@@ -105,7 +113,7 @@ class DelackRules:
             elif m < st.ato:
                 st.ato = min((st.ato >> 1) + m, rto)
             elif m > rto:
-                self.incr_quickack(st)
+                self.incr_quickack(st, rcv_wnd)
                 note = "a gap longer than the RTO: quick-ACK mode again"
         st.lrcvtime = now
         return note

@@ -28,7 +28,7 @@ from tfolab.model import delack_timer
 from tfolab.model.delack import ACK_SCHED, ACK_TIMER
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynDecision, SynPlan, client_learns
 from tfolab.model.flights import Flight
-from tfolab.model.output import push, send_ack, transmit
+from tfolab.model.output import push, retransmit_syn_data, send_ack, transmit
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent
 from tfolab.model.wire import Wire
@@ -95,15 +95,10 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
     unacked = len(sock.syn_data) > 0 and wire.ack < 1 + len(sock.syn_data)
     if unacked:
         sock.count("TCPFastOpenActiveFail")
-        sock.unsent[:0] = sock.syn_data
-        sock.snd_nxt = 1
-        push(
-            sock,
-            now,
-            cause="the SYN-ACK acknowledged only the SYN",
-            caused_by=wire.event_id,
-            force_first=True,
-        )
+        cause = "the SYN-ACK acknowledged only the SYN"
+        retransmit_syn_data(sock, now, sock.syn_data, cause=cause, caused_by=wire.event_id)
+        if sock.unsent:
+            push(sock, now, cause=cause, caused_by=wire.event_id)
         return
     if sock.syn_data:
         sock.count("TCPFastOpenActive")
@@ -125,7 +120,7 @@ def _hold_ack_for_pending_write(sock: TcpSock, now: int, wire: Wire, cause: str)
     """tcp_rcv_synsent_state_process with sk_write_pending: quick-ACK mode, a DELACK_MAX timer."""
     rules = sock.env.rules
     sock.ack.pending |= ACK_SCHED | ACK_TIMER
-    rules.enter_quickack_mode(sock.ack)
+    rules.enter_quickack_mode(sock.ack, sock.rspace.rcv_wnd)
     expiry = sock.jiffies(now) + rules.delack_max
     sock.ack.timeout = expiry
     delack_timer.arm(

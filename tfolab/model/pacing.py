@@ -9,16 +9,22 @@ kernel's own formula, so the cut is predictable:
   control without cong_control): mss x cwnd / srtt x tcp_pacing_ss_ratio
   (200 % in slow start; the labs never leave it). Before the socket's first
   RTT sample sk_pacing_rate is unlimited (~0UL).
-- `tso_segs` (tcp_tso_autosize): the bytes the rate allows in 1/1024 s
-  (sk_pacing_shift 10), in whole segments, at least tcp_min_tso_segs (2).
-  At D = 10 ms (srtt 20 ms, cwnd 10) that is 2: a 3000-byte response leaves as
-  2896 + 104 bytes (tcp_mss_split_point, tso_fragment).
+- `tso_segs` (tcp_tso_autosize, Linux 5.18+, so 6.1 and 6.18 alike): the
+  bytes the rate allows in 1/1024 s (sk_pacing_shift 10), plus
+  sk_gso_max_size >> (tcp_min_rtt in us >> tcp_tso_rtt_log 9) where that
+  shift is under 32, capped at sk_gso_max_size; in whole segments, at least
+  tcp_min_tso_segs (2). The added term is what makes a short path send bigger
+  packets: at D = 2 ms (min_rtt 4 ms, shift 7) it adds 512 bytes, so a
+  7000-byte write at MTU 1500 leaves as one 5-segment packet where the rate
+  alone allows 4; at D = 10 ms (shift 39) it adds nothing: a 3000-byte
+  response leaves as 2896 + 104 bytes (tcp_mss_split_point, tso_fragment).
 - __tcp_transmit_skb forces PSH on every GSO skb of more than one segment
   ("to expedite GRO flush at receiver"), and tcp_gso_segment keeps it on the
   skb's last segment: the 1448-byte second segment of that response carries
   PSH although no write ends there.
 
-cwnd is TCP_INIT_CWND throughout: no lab loses a segment or fills a window.
+cwnd is TCP_INIT_CWND throughout: no lab loses a segment or fills a window
+(the domain, scenario.py, keeps every flight within it).
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ TCP_INIT_CWND = 10
 PACING_SS_RATIO = 200  # net.ipv4.tcp_pacing_ss_ratio, %
 PACING_SHIFT = 10  # sk_pacing_shift
 MIN_TSO_SEGS = 2  # net.ipv4.tcp_min_tso_segs
+TSO_RTT_LOG = 9  # net.ipv4.tcp_tso_rtt_log (5.18+)
+# sk_setup_caps: the device's gso_max_size (GSO_LEGACY_MAX_SIZE on lo) less
+# MAX_TCP_HEADER + 1 (320 + 1 with a distribution kernel's MAX_HEADER).
+GSO_MAX_SIZE = 65536 - 321
 
 
 def pacing_rate(mss: int, srtt_ns: int | None, packets_out: int) -> int | None:
@@ -38,9 +48,16 @@ def pacing_rate(mss: int, srtt_ns: int | None, packets_out: int) -> int | None:
     return mss * 1_000_000 * PACING_SS_RATIO // 100 * cwnd // srtt_us
 
 
-def tso_segs(mss: int, srtt_ns: int | None, packets_out: int) -> int | None:
+def tso_segs(
+    mss: int, srtt_ns: int | None, packets_out: int, min_rtt_ns: int | None = None
+) -> int | None:
     """Segments per GSO skb (tcp_tso_autosize); None: no cut (unlimited pacing)."""
     rate = pacing_rate(mss, srtt_ns, packets_out)
     if rate is None:
         return None
-    return max((rate >> PACING_SHIFT) // mss, MIN_TSO_SEGS)
+    allowed = rate >> PACING_SHIFT
+    shift = ((min_rtt_ns if min_rtt_ns is not None else srtt_ns or 0) // 1000) >> TSO_RTT_LOG
+    if shift < 32:
+        allowed += GSO_MAX_SIZE >> shift
+    allowed = min(allowed, GSO_MAX_SIZE)
+    return max(allowed // mss, MIN_TSO_SEGS)

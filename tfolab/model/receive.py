@@ -95,8 +95,11 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
     sock.rcv_nxt += len(wire.payload)
     rules = sock.env.rules
     rcv_mss_before = sock.ack.rcv_mss
-    text = rules.event_data_recv(sock.ack, sock.jiffies(now), sock.rto_jiffies())
+    # tcp_event_data_recv measures rcv_mss first, then grants quick ACKs by it
     rules.measure_rcv_mss(sock.ack, len(wire.payload), wire.psh, sock.advmss)
+    text = rules.event_data_recv(
+        sock.ack, sock.jiffies(now), sock.rto_jiffies(), sock.rspace.rcv_wnd
+    )
     if sock.rspace.queue(len(wire.payload), rcv_mss_before):
         sock.ack.quick |= 1  # tcp_grow_window grew rcv_ssthresh
     if text:

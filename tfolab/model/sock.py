@@ -74,6 +74,7 @@ class TcpSock:
         self.fin_requested = False
         self.fin_sent = False
         self.srtt_ns: int | None = None
+        self.min_rtt_ns: int | None = None  # tcp_min_rtt (the windowed minimum: the labs are short)
         self.rttvar_ns = 0
         self.held_note: int | None = None  # snd_nxt for which a hold was already explained
         # the receive side
@@ -160,6 +161,7 @@ class TcpSock:
         return self.env.clock.ns_to_jiffies_up(self.srtt_ns)
 
     def rtt_sample(self, sample_ns: int) -> None:
+        self.min_rtt_ns = sample_ns if self.min_rtt_ns is None else min(self.min_rtt_ns, sample_ns)
         if self.srtt_ns is None:
             self.srtt_ns, self.rttvar_ns = sample_ns, sample_ns // 2
         else:
