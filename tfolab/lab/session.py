@@ -24,6 +24,7 @@ from tfolab.lab import counters as counter_check
 from tfolab.lab import packets
 from tfolab.lab.catalog import Lab
 from tfolab.model import Accuracy, Simulation, simulate
+from tfolab.model.domain import gso_packets_per_burst
 from tfolab.model.rcv_space import ReceiveMemory, receive_memory_for
 from tfolab.model.scenario import (
     MAX_DELAY_MS,
@@ -115,7 +116,7 @@ class ScenarioResult:
     counter_diff: list[str] = field(default_factory=list)
     # What the server application did in the measured part: "accepted", "requests".
     app: dict[str, int] = field(default_factory=dict)
-    # (races the model named, races the kernel took) in the packet comparison
+    # (races the model named, races used: optional segments the kernel did not send)
     races: tuple[int, int] = (0, 0)
 
     def compare_packets(self) -> None:
@@ -154,7 +155,7 @@ class ScenarioResult:
         if measured and self.captured is not None:
             data["captured"] = [msgspec.to_builtins(row) for row in self.captured]
             data["packet_diff"] = list(self.packet_diff)
-            data["races"] = {"named": self.races[0], "taken": self.races[1]}
+            data["races"] = {"named": self.races[0], "used": self.races[1]}
         return data
 
 
@@ -274,8 +275,11 @@ def plan(
     return planned
 
 
-def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> None:
-    """What a real run would refuse after its network is up, refused before anything starts."""
+def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> str:
+    """What a real run would refuse after its network is up, refused before anything starts.
+
+    Returns the backend the run will most likely get.
+    """
     if backend not in BACKEND_CHOICES:
         raise UserError(
             f"unknown backend {backend!r}", f"pick one of: {', '.join(BACKEND_CHOICES)}"
@@ -284,7 +288,7 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
         raise UserError(
             f"delay {delay_ms:g} ms is out of range", f"give 0 to {MAX_DELAY_MS:g} ms one way"
         )
-    likely_backend(backend, delay_ms, native.optional_executable("tfo-delay"))  # type: ignore[arg-type]
+    likely = likely_backend(backend, delay_ms, native.optional_executable("tfo-delay"))  # type: ignore[arg-type]
     SlotTable.open()  # the machine-wide measurement slots are usable (and agree on N)
     if not planned:
         raise UserError("no scenario to run", "see `tfolab list`")
@@ -293,6 +297,29 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
             "this kernel has no net.ipv4.tcp_pingpong_thresh sysctl",
             "drop the pingpong_thresh setting (it needs Linux 6.x)",
         )
+    return likely
+
+
+def check_small_queues(result: LabResult, backend: str) -> None:
+    """A backend that keeps queued skbs charged: refuse a write of more than two GSO packets.
+
+    TCP Small Queues (tcp_small_queue_check) then holds the third until the
+    first leaves the delayer's queue, D later: a wait the model, which is
+    netem's link, does not have (domain.py).
+    """
+    if not BACKENDS[backend].autocorking_off:  # netem orphans the skb; no delay, no wait
+        return
+    for scenario in result.scenarios:
+        packets_at_once = gso_packets_per_burst(scenario.simulation.events)
+        if packets_at_once > 2:
+            raise UserError(
+                f"scenario {scenario.planned.name}: outside the model's domain on the "
+                f"{backend} backend: one write leaves as {packets_at_once} GSO packets, and "
+                "with the packets held in NFQUEUE still charged to the socket TCP Small "
+                "Queues (tcp_small_queue_check) holds the third until the first leaves "
+                "the queue; needs the TSQ model",
+                "use --backend netem where the kernel has it, or a smaller request or MTU",
+            )
 
 
 def receive_memory() -> ReceiveMemory:
@@ -357,8 +384,9 @@ async def run(
     Everything the runner or the model could refuse is checked first, so bad
     input fails here with a UserError before any process or namespace exists.
     """
-    check_run(planned, delay_ms, backend)
-    predict(lab, planned, delay_ms)  # the model's own checks, before the runner starts
+    likely = check_run(planned, delay_ms, backend)
+    # the model's own checks, before the runner starts
+    check_small_queues(predict(lab, planned, delay_ms, backend=likely), likely)
     job = Job(
         lab.name,
         delay_ms,

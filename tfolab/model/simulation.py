@@ -4,6 +4,8 @@ Rules:
 - Pure and deterministic: the same arguments always give the same Simulation.
 - Bad input raises ModelInputError (a ValueError) with one readable line that
   says what is wrong and what fits; nothing else is validated further down.
+  So does a scenario outside the model's domain (domain.py): refused with
+  what the model lacks, never simulated into a wrong prediction.
 - The tick phase (where the jiffies edges sit relative to the first connect)
   cannot be known on a real machine; its default is a fixed fraction of a
   tick, and the predictions' tolerance covers any other phase.
@@ -15,13 +17,14 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from tfolab.model import domain
 from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Event
 from tfolab.model.loop import World
 from tfolab.model.predict import Accuracy, IterationPrediction, predict, segment_bands
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
-from tfolab.model.window import DEFAULT_RECEIVE_SPACE
+from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 
 DEFAULT_TICK_PHASE = 0.3  # of a tick
 # The TcpExt counters the model predicts; any it leaves out of `counters` it predicts at 0.
@@ -95,6 +98,11 @@ def simulate(
             f"replay_syn needs at least 2 iterations (one to replay, then the replay), "
             f"got {iterations}"
         )
+    outside = domain.refusal(
+        config, float(one_way_delay_ms), receive_memory, initial_wscale(receive_space_bytes)
+    )
+    if outside is not None:
+        raise ModelInputError(f"outside the model's domain: {outside}")
     tick_ms = 1000.0 / hz
     phase = DEFAULT_TICK_PHASE * tick_ms if tick_phase_ms is None else tick_phase_ms
     if not (isinstance(phase, int | float) and 0 <= phase < tick_ms):

@@ -1,0 +1,127 @@
+"""What the model can predict, and the reason for everything it cannot (yet).
+
+The model is two Linux endpoints on a perfect link: no congestion window, no
+receive-window flow control, no retransmission timer. Inside the domain
+below, every setting the schema accepts must agree with the kernel packet for
+packet; outside it, `refusal()` names what the model lacks, so a run or a
+simulation is refused up front instead of silently mispredicted.
+
+Rules (each the reason the kernel would leave the model's world):
+- A message (a request, its echo, or the two writes of a round) fits in the
+  initial congestion window: at most TCP_INIT_CWND (10) segments of the MSS
+  in use (tcp_init_cwnd, tcp_cwnd_test in tcp_write_xmit). More takes slow
+  start: one more round trip per doubling.
+- It fits in the receiver's first advertised window (tcp_select_initial_window:
+  the SYN's or SYN-ACK's unscaled window), or tcp_snd_wnd_test holds the rest
+  until a window update.
+- The handshake ends before its timers: the SYN's and the SYN-ACK's
+  retransmission timers start at TCP_TIMEOUT_INIT (1 s, tcp_connect and
+  inet_csk_reqsk_queue_hash_add / tcp_fastopen_synack_timer), so a round trip
+  2D must stay below it, with a margin for the host's own time.
+- A backend that keeps queued packets charged to their socket (the NFQUEUE
+  stand-in) lets TCP Small Queues hold back a write's third GSO packet until
+  the first leaves the queue (tcp_small_queue_check; tcp_rtx_queue_empty_or_
+  single_skb lets two through): `gso_packets_per_burst` counts them, the
+  runner's check refuses that backend for such a scenario (netem orphans the
+  skb and is unaffected).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from tfolab.model.events import Event, Segment
+from tfolab.model.pacing import TCP_INIT_CWND
+from tfolab.model.rcv_space import RcvSpace, ReceiveMemory
+from tfolab.model.scenario import ScenarioConfig
+
+IPV4_MAX_PMTU = 65535
+IPV4_TCP_HEADERS = 40
+TS_OPTION_BYTES = 12
+TCP_TIMEOUT_INIT_MS = 1000.0
+# The host's own time in a handshake (softirq, scheduling, the delayer's
+# lateness): the round trip must end this far before the 1 s timer.
+HANDSHAKE_MARGIN_MS = 5.0
+MAX_HANDSHAKE_DELAY_MS = (TCP_TIMEOUT_INIT_MS - HANDSHAKE_MARGIN_MS) / 2
+WINDOWS_ISSUE = "needs the congestion- and receive-window model"
+TIMERS_ISSUE = "needs the retransmission-timer model"
+
+
+def mss_in_use(mtu: int) -> int:
+    """mss_cache on the lab's lo: the MSS option less the timestamps (sock.py's rule)."""
+    return min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS - TS_OPTION_BYTES
+
+
+def first_window(mtu: int, receive_memory: ReceiveMemory, wscale: int) -> int:
+    """The smaller of the two initial windows a SYN and a SYN-ACK offer (unscaled)."""
+    advmss = min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS
+    windows = []
+    for peer_timestamps_seen in (False, True):
+        space = RcvSpace(receive_memory, wscale, advmss)
+        space.initial_window(peer_timestamps_seen)
+        windows.append(space.rcv_wnd)
+    return min(windows)
+
+
+def message_bytes(config: ScenarioConfig) -> tuple[str, int]:
+    """The largest message one side sends at once: (its name, its bytes)."""
+    if config.pattern == "wwr":
+        return "first_write_bytes + second_write_bytes", (
+            config.first_write_bytes + config.second_write_bytes
+        )
+    return "request_bytes", config.request_bytes
+
+
+def refusal(
+    config: ScenarioConfig, delay_ms: float, receive_memory: ReceiveMemory, wscale: int
+) -> str | None:
+    """Why the model cannot predict this scenario at this delay; None inside its domain."""
+    name, size = message_bytes(config)
+    mss = mss_in_use(config.mtu)
+    segments = math.ceil(size / mss)
+    if segments > TCP_INIT_CWND:
+        return (
+            f"{name} = {size} takes {segments} segments of {mss} bytes at MTU {config.mtu}, "
+            f"more than the initial congestion window of {TCP_INIT_CWND} (tcp_init_cwnd): "
+            f"slow start {WINDOWS_ISSUE}; the model predicts up to "
+            f"{TCP_INIT_CWND * mss} bytes at this MTU"
+        )
+    window = first_window(config.mtu, receive_memory, wscale)
+    if size > window:
+        return (
+            f"{name} = {size} is more than the receiver's first window of {window} bytes "
+            f"at MTU {config.mtu} (tcp_select_initial_window): the wait for a window "
+            f"update {WINDOWS_ISSUE}; the model predicts up to {window} bytes here"
+        )
+    if delay_ms > MAX_HANDSHAKE_DELAY_MS:
+        return (
+            f"a delay of {delay_ms:g} ms one way puts the SYN-ACK at {2 * delay_ms:g} ms, "
+            f"too close to or past the SYN's 1 s retransmission timer (TCP_TIMEOUT_INIT): "
+            f"the retransmitted SYN and SYN-ACK {TIMERS_ISSUE}; the model predicts up to "
+            f"{MAX_HANDSHAKE_DELAY_MS:g} ms"
+        )
+    return None
+
+
+def gso_packets_per_burst(events: tuple[Event, ...]) -> int:
+    """The most GSO packets one sender put on the wire at one instant.
+
+    A GSO packet of several segments ends at a segment with PSH (forced on it,
+    output.py); a one-segment packet is a segment alone. So within one burst
+    (same connection, sender and send time) each data segment with PSH closes
+    a packet, and a burst's trailing segments without PSH make one more.
+    """
+    closed: Counter[tuple[int, str, float]] = Counter()
+    open_tail: set[tuple[int, str, float]] = set()
+    for event in events:
+        if not isinstance(event, Segment) or not event.length:
+            continue
+        key = (event.connection, event.sender, event.sent_ms)
+        if "PSH" in event.flags:
+            closed[key] += 1
+            open_tail.discard(key)
+        else:
+            open_tail.add(key)
+    bursts = set(closed) | open_tail
+    return max((closed[key] + (key in open_tail) for key in bursts), default=0)
