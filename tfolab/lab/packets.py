@@ -26,15 +26,15 @@ Rules:
   when the timer wins is an optional segment: the kernel may send it or not.
   So is an immediate ACK the kernel may merge away (Segment.race: at D = 0,
   the receiving application held the socket; see delack_timer.py). Each
-  comparison counts the races it was offered and the ones the kernel took
-  (`race_count`), so a race that hides a real disagreement shows as a figure.
+  comparison counts the races it was offered and the ones it used (an
+  optional segment the kernel did not send: `race_count`), so a race that
+  hides a real disagreement shows as a figure.
 - Every disagreement is one sentence; an empty list means they agree.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,6 +59,8 @@ class Row:
     # kernel may merge away (Segment.race)
     optional: bool = False
     window: int | None = None  # the header's window field; None: the model does not state it
+    # the model's: other window fields a race may give it (model/burst.py)
+    window_alternatives: tuple[int, ...] = ()
     band_ms: float = 0.0  # the model's: how far its arrival may be from the prediction
 
     @property
@@ -120,6 +122,7 @@ def model_rows(sim: Simulation) -> list[Row]:
             row,
             iteration=segment.iteration,
             optional=segment.race,
+            window_alternatives=segment.window_alternatives,
             band_ms=sim.segment_bands.get(segment.id, 0.0),
         )
         for row, segment in zip(rows, sorted(chosen, key=lambda s: s.arrived_ms), strict=True)
@@ -244,10 +247,10 @@ def packet_diff(
 
 
 def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
-    """(races the model named, races the kernel took): optional rows offered and matched."""
+    """(races the model named, races used): optional rows, and those the kernel did not send."""
     named = sum(1 for row in model if row.optional)
-    taken = sum(1 for p in pairs_ if p.model is not None and p.model.optional and p.kernel)
-    return named, taken
+    used = sum(1 for p in pairs_ if p.model is not None and p.model.optional and not p.kernel)
+    return named, used
 
 
 @dataclass(frozen=True)
@@ -277,59 +280,53 @@ class _Clocks:
 
 
 def _direction(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
-    """The fewest disagreements over the ways the model's races can go."""
-    certain = [r for r in model if not r.optional]
-    best = _align(where, certain, kernel, clocks)
-    if len(certain) < len(model):
-        other = _align(where, model, kernel, clocks)
-        if _said(other) < _said(best):
-            best = other
-    return best
+    """The alignment with the fewest disagreements; a race's optional row may go unmatched.
 
-
-def _said(aligned: list[Pair]) -> int:
-    return sum(1 for p in aligned if p.sentence)
-
-
-def _matched_sentence(where: str, ours: Row, theirs: Row, clocks: _Clocks) -> str:
-    """What is wrong with a segment both sides sent alike: its window, or its arrival."""
-    if ours.window is not None and theirs.window is not None and ours.window != theirs.window:
-        return (
-            f"{where}: {ours.words()} advertised window {theirs.window} "
-            f"{clocks.when(theirs, ours.iteration, kernel=True)}; the model says {ours.window}"
-        )
-    times = clocks.late(ours, theirs)
-    if times is not None and abs(times[0] - times[1]) > ours.band_ms:
-        return (
-            f"{where}: {ours.words()} arrived {times[0]:.2f} ms into iteration "
-            f"{ours.iteration}; the model said {times[1]:.2f} ms ± {ours.band_ms:.2f}"
-        )
-    return ""
-
-
-def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
+    An edit-distance alignment over the rows' keys: an equal pair costs
+    nothing, an optional model row left out (the race went the other way)
+    nothing, and a changed, missing or extra segment one each. Every step of
+    the cheapest alignment becomes a Pair, with its sentence.
+    """
+    n, m = len(model), len(kernel)
+    keys_a, keys_b = [r.key for r in model], [r.key for r in kernel]
+    cost = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n, -1, -1):
+        for j in range(m, -1, -1):
+            if i == n and j == m:
+                continue
+            options = []
+            if i < n and j < m:
+                options.append(cost[i + 1][j + 1] + (keys_a[i] != keys_b[j]))
+            if i < n:
+                options.append(cost[i + 1][j] + (not model[i].optional))
+            if j < m:
+                options.append(cost[i][j + 1] + 1)
+            cost[i][j] = min(options)
     aligned: list[Pair] = []
-    matcher = difflib.SequenceMatcher(
-        a=[r.key for r in model], b=[r.key for r in kernel], autojunk=False
-    )
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-        if tag == "equal":
-            for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
-                aligned.append(Pair(ours, theirs, _matched_sentence(where, ours, theirs, clocks)))
-            continue
-        if tag == "replace" and a1 - a0 == b1 - b0:
-            for ours, theirs in zip(model[a0:a1], kernel[b0:b1], strict=True):
-                aligned.append(
-                    Pair(
-                        ours,
-                        theirs,
-                        f"{where}: the kernel sent {theirs.words()} "
-                        f"{clocks.when(theirs, ours.iteration, kernel=True)} where the model has "
-                        f"{ours.words()}",
-                    )
+    i = j = 0
+    while i < n or j < m:
+        if i < n and j < m and keys_a[i] == keys_b[j] and cost[i][j] == cost[i + 1][j + 1]:
+            aligned.append(
+                Pair(model[i], kernel[j], _matched_sentence(where, model[i], kernel[j], clocks))
+            )
+            i, j = i + 1, j + 1
+        elif i < n and model[i].optional and cost[i][j] == cost[i + 1][j]:
+            aligned.append(Pair(model[i], None))
+            i += 1
+        elif i < n and j < m and cost[i][j] == cost[i + 1][j + 1] + 1:
+            ours, theirs = model[i], kernel[j]
+            aligned.append(
+                Pair(
+                    ours,
+                    theirs,
+                    f"{where}: the kernel sent {theirs.words()} "
+                    f"{clocks.when(theirs, ours.iteration, kernel=True)} where the model has "
+                    f"{ours.words()}",
                 )
-            continue
-        for ours in model[a0:a1]:
+            )
+            i, j = i + 1, j + 1
+        elif i < n and cost[i][j] == cost[i + 1][j] + 1:
+            ours = model[i]
             aligned.append(
                 Pair(
                     ours,
@@ -339,7 +336,9 @@ def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> 
                     "the kernel sent no such segment",
                 )
             )
-        for theirs in kernel[b0:b1]:
+            i += 1
+        else:
+            theirs = kernel[j]
             aligned.append(
                 Pair(
                     None,
@@ -348,4 +347,23 @@ def _align(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks) -> 
                     f"{clocks.when(theirs, None, kernel=True)}; the model has no such segment",
                 )
             )
+            j += 1
     return aligned
+
+
+def _matched_sentence(where: str, ours: Row, theirs: Row, clocks: _Clocks) -> str:
+    """What is wrong with a segment both sides sent alike: its window, or its arrival."""
+    allowed = (ours.window, *ours.window_alternatives)
+    if ours.window is not None and theirs.window is not None and theirs.window not in allowed:
+        said = " or ".join(str(w) for w in allowed)
+        return (
+            f"{where}: {ours.words()} advertised window {theirs.window} "
+            f"{clocks.when(theirs, ours.iteration, kernel=True)}; the model says {said}"
+        )
+    times = clocks.late(ours, theirs)
+    if times is not None and abs(times[0] - times[1]) > ours.band_ms:
+        return (
+            f"{where}: {ours.words()} arrived {times[0]:.2f} ms into iteration "
+            f"{ours.iteration}; the model said {times[1]:.2f} ms ± {ours.band_ms:.2f}"
+        )
+    return ""

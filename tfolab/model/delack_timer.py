@@ -45,13 +45,14 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
     why = rules.ack_now(sock.ack, sock.unacked_received_bytes, advances)
     cause = f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) arrived"
     if why is not None:
-        race = (
+        busy = (
             sock.env.link.one_way_delay_ns == 0
             and sock.more_in_burst
             and now < sock.app_busy_until_ns
         )
+        woken = bool(wire.payload) and sock.burst.is_race(sock.more_in_burst)
         text = f"ACK at once: {why}"
-        if race:
+        if busy:
             text += (
                 "; but a race (D = 0): the application was in a call on this socket at that "
                 "moment (a read, or a write it now waits behind), and segments that arrive "
@@ -59,7 +60,29 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
                 "tcp_add_backlog may merge this one with the next, and 6.8+ defers the ACK "
                 "to tcp_release_cb (TCP_ACK_DEFERRED): then one ACK covers both"
             )
-        send_ack(sock, now, text, cause, wire.event_id, race=race)
+        elif woken:
+            text += (
+                "; but a race: the burst's first segment woke the reader, and once it holds "
+                "the socket the rest of the burst waits in its backlog, where Linux 6.1's "
+                "tcp_add_backlog merges it and 6.8+ defers its ACK to tcp_release_cb "
+                "(TCP_ACK_DEFERRED): then one ACK covers the rest of the burst"
+            )
+        merged = (
+            ()
+            if sock.more_in_burst or not wire.payload
+            else sock.burst.merged_windows(sock.rspace, sock.ack.rcv_mss, sock.rcv_nxt)
+        )
+        send_ack(
+            sock,
+            now,
+            text,
+            cause,
+            wire.event_id,
+            race=busy or woken,
+            window_alternatives=merged,
+        )
+        if wire.payload:
+            sock.burst.acked(sock.rcv_wup, sock.rspace.rcv_wnd, busy or woken)
         return
     expiry = rules.delayed_ack_expiry(sock.ack, sock.jiffies(now), sock.srtt_jiffies())
     if expiry is None:

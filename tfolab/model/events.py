@@ -68,6 +68,8 @@ class Segment:
     # the TCP header's window field as on the wire (a SYN's or SYN-ACK's
     # unscaled, later ones >> the sender's window scale); None: not stated
     window: int | None = None
+    # other window fields a race may give it (burst.py: the reader won earlier)
+    window_alternatives: tuple[int, ...] = ()
 
     @property
     def time_ms(self) -> float:
@@ -97,6 +99,7 @@ class Segment:
         data["kind"] = "segment"
         data["flags"] = list(self.flags)
         data["options"] = list(self.options)
+        data["window_alternatives"] = list(self.window_alternatives)
         data["label"] = self.label()
         return data
 
@@ -198,6 +201,7 @@ class Recorder:
         caused_by: int | None,
         race: bool = False,
         window: int | None = None,
+        window_alternatives: tuple[int, ...] = (),
     ) -> Segment:
         event = Segment(
             id=self._id(),
@@ -218,6 +222,7 @@ class Recorder:
             caused_by=caused_by,
             race=race,
             window=window,
+            window_alternatives=window_alternatives,
         )
         self._add(event)
         return event

@@ -54,8 +54,12 @@ def transmit(
     cookie: CookieInfo | None = None,
     mss_option: int | None = None,
     race: bool = False,
+    window_alternatives: tuple[int, ...] = (),
 ) -> int:
-    """Put one segment on the link and record it; returns the Segment event's id."""
+    """Put one segment on the link and record it; returns the Segment event's id.
+
+    `window_alternatives`: other window fields a race may give it (burst.py).
+    """
     env = sock.env
     ack = sock.rcv_nxt if "ACK" in flags else None
     if ack is not None:
@@ -87,6 +91,7 @@ def transmit(
         caused_by=caused_by,
         race=race,
         window=window,
+        window_alternatives=tuple(w for w in window_alternatives if w != window),
     )
     wire = Wire(
         sock.side, sock.connection, flags, seq, ack, payload, cookie, mss_option, event.id, what
@@ -156,6 +161,7 @@ def send_ack(
     cause: str,
     caused_by: int | None,
     race: bool = False,
+    window_alternatives: tuple[int, ...] = (),
 ) -> int:
     """tcp_send_ack: an ACK-only segment."""
     return transmit(
@@ -168,6 +174,7 @@ def send_ack(
         cause=cause,
         caused_by=caused_by,
         race=race,
+        window_alternatives=window_alternatives,
     )
 
 

@@ -177,6 +177,26 @@ class RcvSpace:
             new = -(-current // unit) * unit
         self.rcv_wnd = new
 
+    def window_if_read(self, rcv_mss: int, queued: int, rcv_wnd: int, unacked: int) -> int:
+        """The window field an ACK would carry with only `queued` bytes of truesize unread.
+
+        tcp_select_window as in `advertise`, after `rcv_wnd` was last advertised
+        and `unacked` bytes arrived since; the socket's own state is untouched.
+        """
+        saved = self.rmem
+        self.rmem = queued
+        new = self.select_window(rcv_mss)
+        self.rmem = saved
+        current = max(rcv_wnd - unacked, 0)
+        if new < current:
+            unit = 1 << self.wscale
+            new = -(-current // unit) * unit
+        return min(new, U16_MAX << self.wscale) >> self.wscale
+
+    def truesize(self, length: int) -> int:
+        """What a data segment of `length` bytes charges as a fresh skb."""
+        return self.rules.skb_head_truesize + length
+
     def header_window(self, *, syn: bool) -> int:
         """The window field as the header carries it (tcp_transmit_skb, tcp_select_window).
 

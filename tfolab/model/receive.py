@@ -70,6 +70,8 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
         push(sock, now, cause=f"released: ACK {wire.ack} arrived", caused_by=wire.event_id)
     if sock.ack.scheduled:
         delack_timer.ack_snd_check(sock, now, wire)
+    if not sock.more_in_burst:
+        sock.burst.close()
 
 
 def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
@@ -93,6 +95,7 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
         return
     sock.rcv_buf += wire.payload
     sock.rcv_nxt += len(wire.payload)
+    sock.burst.add(sock.rcv_nxt, sock.rspace.truesize(len(wire.payload)))
     rules = sock.env.rules
     rcv_mss_before = sock.ack.rcv_mss
     # tcp_event_data_recv measures rcv_mss first, then grants quick ACKs by it

@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+from tfolab.model.burst import Burst
 from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
 from tfolab.model.events import Side
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
@@ -84,8 +85,7 @@ class TcpSock:
         self.delivered = bytearray()  # everything the application has read, in order
         self.fin_received = False
         self.fin_read = False  # the application's recv() returned end of file
-        rcv_mss = max(min(self.advmss, 65535 // 2, TCP_MSS_DEFAULT), TCP_MIN_MSS)
-        self.ack = AckState(rcv_mss=rcv_mss)
+        self.ack = AckState(rcv_mss=self._initial_rcv_mss())
         self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss)
         self.rspace.initial_window(peer_timestamps_seen=side == "server")
         self.rspace.init_buffer_space()  # as the connection is established
@@ -93,6 +93,7 @@ class TcpSock:
         # only just ran), segments of one burst may be merged into one
         self.app_busy_until_ns = -1  # the application may hold the socket lock until then
         self.more_in_burst = False  # the segment being received is not its burst's last
+        self.burst = Burst()  # the data segments of the burst being received (burst.py)
         self.delack_fire_ns: int | None = None  # when the armed delayed-ACK timer fires
         self.delack_event: int | None = None  # the Timer event that armed it
         self.delack_armed_ns = 0  # when it was armed
@@ -115,8 +116,19 @@ class TcpSock:
         return self.state in SENDS_DATA
 
     def clamp_mss(self, peer_mss_option: int) -> None:
-        """tcp_sync_mss: the peer's MSS option lowers the MSS in use."""
+        """tcp_sync_mss: the peer's MSS option lowers the MSS in use.
+
+        Before any data, tcp_initialize_rcv_mss (run as the connection is
+        established) guesses rcv_mss from the MSS in use as well.
+        """
         self.mss_cache = min(self.advmss, peer_mss_option) - TS_OPTION_BYTES
+        if self.ack.ato == 0:
+            self.ack.rcv_mss = self._initial_rcv_mss()
+
+    def _initial_rcv_mss(self) -> int:
+        """tcp_initialize_rcv_mss: min(advmss, mss_cache, rcv_wnd / 2, 536), at least 88."""
+        hint = min(self.advmss, self.mss_cache, 65535 // 2, TCP_MSS_DEFAULT)
+        return max(hint, TCP_MIN_MSS)
 
     @property
     def packets_out(self) -> int:

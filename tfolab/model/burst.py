@@ -1,0 +1,78 @@
+"""A burst of data segments racing the reader it wakes: which ACKs the kernel may merge.
+
+When several data segments arrive back to back (one GSO packet segmented in
+software, or a flight released by the delay at one instant), the first one
+wakes the application blocked in read() on that socket. Each later segment
+is processed either in the softirq, before the woken reader takes the socket
+lock, and then ACKed on its own (quick-ACK mode, or two full segments), or
+after it, in the socket's backlog, where Linux 6.1's tcp_add_backlog
+coalesces it with the next and from 6.8 __tcp_ack_snd_check defers its ACK
+to tcp_release_cb (TCP_ACK_DEFERRED): then one ACK covers the rest of the
+burst. Who wins is the host's scheduling, at any delay: measured at D = 2 ms,
+MTU 576, six request segments 3 us apart drew ACKs for the first three and
+one for the last three.
+
+Rules:
+- `Burst.add` records each data segment of the burst: where it ends and what
+  it charges the receive memory as a fresh skb (truesize).
+- The ACK of a data segment that is neither the burst's first (processed
+  before any wake-up) nor its last is a race: `is_race`. The last one's ACK
+  is certain (on its own, or the merged one), but its window depends on the
+  race's outcome: `merged_windows` gives the window field the merged ACK
+  carries for every point at which the reader may have taken the lock (the
+  segments before it read and freed, those after it queued; tcp_select_window
+  never moves the right edge left of the window last advertised).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tfolab.model.rcv_space import RcvSpace
+
+
+@dataclass
+class BurstStep:
+    end: int  # rcv_nxt after this segment
+    truesize: int  # what it charges as a fresh skb
+    acked: tuple[int, int] | None = None  # (rcv_wup, rcv_wnd) after its own ACK left
+    race: bool = False  # that ACK may be merged away
+
+
+@dataclass
+class Burst:
+    steps: list[BurstStep] = field(default_factory=list)
+    open: bool = False  # the segment being received belongs to this burst
+
+    def add(self, end: int, truesize: int) -> None:
+        if not self.open:
+            self.steps = []
+            self.open = True
+        self.steps.append(BurstStep(end, truesize))
+
+    def close(self) -> None:
+        self.open = False
+
+    def is_race(self, more_in_burst: bool) -> bool:
+        """Is the ACK of the data segment just added a race (neither first nor last)?"""
+        return self.open and more_in_burst and len(self.steps) >= 2
+
+    def acked(self, rcv_wup: int, rcv_wnd: int, race: bool) -> None:
+        """The data segment just added was ACKed on its own."""
+        if self.open and self.steps:
+            self.steps[-1].acked = (rcv_wup, rcv_wnd)
+            self.steps[-1].race = race
+
+    def merged_windows(self, space: RcvSpace, rcv_mss: int, rcv_nxt: int) -> tuple[int, ...]:
+        """Window fields the last segment's ACK may carry when the reader won the race earlier."""
+        if not self.open or not any(step.race for step in self.steps):
+            return ()
+        windows = set()
+        for index, step in enumerate(self.steps[:-1]):
+            later = self.steps[index + 1 : -1]
+            if step.acked is None or not all(s.race or s.acked is None for s in later):
+                continue
+            rcv_wup, rcv_wnd = step.acked
+            queued = sum(s.truesize for s in self.steps[index + 1 :])
+            windows.add(space.window_if_read(rcv_mss, queued, rcv_wnd, rcv_nxt - rcv_wup))
+        return tuple(sorted(windows))
