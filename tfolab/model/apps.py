@@ -234,36 +234,75 @@ class ClientScript:
         line = line_bytes(cfg.first_write_bytes + cfg.second_write_bytes, self.iteration)
         self.sent_lines.append(line)
         self.expected, self.got = line, 0
+        self._calls(now, caused_by, self._round_calls(line))
+
+    def _round_calls(self, line: bytes) -> list[Callable[[int, int | None], int]]:
+        """A write-write-read round's calls before the read, each one system call."""
+        cfg = self.config
         first, second = line[: cfg.first_write_bytes], line[cfg.first_write_bytes :]
-        previous = caused_by
+        calls: list[Callable[[int, int | None], int]] = []
+
+        def cork(on: bool) -> Callable[[int, int | None], int]:
+            def call(now: int, previous: int | None) -> int:
+                if on:
+                    event = self.call(
+                        now, "setsockopt", "TCP_CORK 1", "cork: hold partial segments", previous
+                    )
+                    self.headline().start_id = event
+                else:
+                    event = self.call(
+                        now, "setsockopt", "TCP_CORK 0", "uncork: send what is queued", previous
+                    )
+                self.ep.set_cork(now, on, event)
+                return event
+
+            return call
+
+        def write(data: bytes, name: str, why: str, more: bool) -> Callable[[int, int | None], int]:
+            def call(now: int, previous: int | None) -> int:
+                flag = ", MSG_MORE" if more else ""
+                event = self.call(now, "write", f"{len(data)} B{flag}", why, previous)
+                self.headline().start_id = self.headline().start_id or event
+                self.ep.app_write(now, data, name, msg_more=more, caused_by=event)
+                return event
+
+            return call
+
         if cfg.cork:
-            previous = self.call(
-                now, "setsockopt", "TCP_CORK 1", "cork: hold partial segments", previous
-            )
-            self.headline().start_id = previous
-            self.ep.set_cork(now, True, previous)
+            calls.append(cork(True))
         if cfg.single_write:
-            previous = self.call(
-                now, "write", f"{len(line)} B", "one write of the whole line", previous
-            )
-            self.headline().start_id = self.headline().start_id or previous
-            self.ep.app_write(now, line, "line", caused_by=previous)
+            calls.append(write(line, "line", "one write of the whole line", False))
         else:
-            flag = ", MSG_MORE" if cfg.msg_more else ""
-            previous = self.call(
-                now, "write", f"{len(first)} B{flag}", "first write (no newline yet)", previous
-            )
-            self.headline().start_id = self.headline().start_id or previous
-            self.ep.app_write(now, first, "write 1", msg_more=cfg.msg_more, caused_by=previous)
-            previous = self.call(
-                now, "write", f"{len(second)} B", "second write, ends the line", previous
-            )
-            self.ep.app_write(now, second, "write 2", caused_by=previous)
+            calls.append(write(first, "write 1", "first write (no newline yet)", cfg.msg_more))
+            calls.append(write(second, "write 2", "second write, ends the line", False))
         if cfg.cork:
-            previous = self.call(
-                now, "setsockopt", "TCP_CORK 0", "uncork: send what is queued", previous
-            )
-            self.ep.set_cork(now, False, previous)
+            calls.append(cork(False))
+        return calls
+
+    def _calls(
+        self, now: int, caused_by: int | None, calls: list[Callable[[int, int | None], int]]
+    ) -> None:
+        """Make the calls one system call at a time: each after the kernel's work so far.
+
+        On loopback without a delay a segment is received, and answered, inside
+        the system call that sent it (the softirq runs as the sender's
+        dev_queue_xmit re-enables bottom halves, and the peer's answer waits in
+        the sender's backlog until its release_sock): so the next call comes
+        after all of that, as the next application turn at the same instant.
+        """
+        previous = calls[0](now, caused_by)
+        if len(calls) > 1:
+            env = self.ep.sock.env
+            assert env.call_app_at is not None
+
+            def next_call(t: int) -> None:
+                # the call returned once the segments it sent were answered (at D = 0)
+                answered = env.recorder.last_arrival(
+                    self.ep.sock.connection, "client", previous, t / 1e6
+                )
+                self._calls(t, answered, calls[1:])
+
+            env.call_app_at(now, next_call)
 
     def _read(self, now: int, caused_by: int | None) -> None:
         if not self.ep.sock.rcv_buf:

@@ -177,6 +177,19 @@ class Recorder:
         """The event with this id (ids are dense: see _id)."""
         return self.events[event_id - 1]
 
+    def last_arrival(self, connection: int, receiver: Side, after_id: int, at_ms: float) -> int:
+        """The latest segment to `receiver` on `connection`, recorded after `after_id` and
+        arrived by `at_ms`; `after_id` itself when there is none."""
+        for event in reversed(self.events[after_id:]):
+            if (
+                isinstance(event, Segment)
+                and event.connection == connection
+                and event.receiver == receiver
+                and event.arrived_ms <= at_ms
+            ):
+                return event.id
+        return after_id
+
     def _add(self, event: Event) -> Event:
         self.events.append(event)
         return event

@@ -84,6 +84,7 @@ class World:
             counters=self.counters,
             transmit=self._transmit,
             call_at=self._at,
+            call_app_at=partial(self._at, application=True),
             wscale=initial_wscale(receive_space_bytes),
             rmem=receive_memory,
             app_reaction_ns=app_reaction_ns,

@@ -6,8 +6,9 @@ Rules (net/ipv4/tcp_output.c):
   Fast Open option when there is one. A segment with the ACK flag carries
   rcv_nxt and sets rcv_wup (tcp_event_ack_sent: it clears the scheduled ACK,
   uses up a quick ACK and stops the delayed-ACK timer, which is recorded as
-  cancelled); a segment with data may make the socket interactive
-  (tcp_event_data_sent, see delack.py).
+  cancelled); data may make the socket interactive (tcp_event_data_sent, see
+  delack.py), counted once per skb tcp_transmit_skb sends: a GSO packet of
+  several segments counts once (6.1 and 6.18).
 - `push` is tcp_write_xmit: the unsent queue leaves in segments of at most
   mss_cache bytes while the state allows data, each one tested by Nagle and
   cork (nagle.py); a segment that ends a write carries PSH; a small segment
@@ -55,10 +56,13 @@ def transmit(
     mss_option: int | None = None,
     race: bool = False,
     window_alternatives: tuple[int, ...] = (),
+    new_skb: bool = True,
 ) -> int:
     """Put one segment on the link and record it; returns the Segment event's id.
 
-    `window_alternatives`: other window fields a race may give it (burst.py).
+    `window_alternatives`: other window fields a race may give it (burst.py);
+    `new_skb`: False for the later segments of a GSO packet (one
+    tcp_transmit_skb call for all of them).
     """
     env = sock.env
     ack = sock.rcv_nxt if "ACK" in flags else None
@@ -99,7 +103,7 @@ def transmit(
     env.transmit(wire, arrival)
     if ack is not None:
         _ack_sent(sock, now, event.id, what)
-    if payload and env.rules.data_sent(sock.ack, sock.jiffies(now)):
+    if payload and new_skb and env.rules.data_sent(sock.ack, sock.jiffies(now)):
         sock.note(
             now,
             f"{sock.side} enters pingpong (interactive) mode: it sent data within ato of "
@@ -231,6 +235,7 @@ def push(
         else:
             why = f"{name} ({n} B) leaves at once"
         in_skb += 1
+        first_of_skb = in_skb == 1
         ends_skb = (
             last
             or in_skb == max_segs
@@ -256,6 +261,7 @@ def push(
             explanation=why,
             cause=cause,
             caused_by=caused_by,
+            new_skb=first_of_skb,
         )
         sock.flights.append(Flight(seq, seq + n, now, force_first, event_id))
         if n < sock.mss_cache and not force_first:

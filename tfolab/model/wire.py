@@ -63,6 +63,8 @@ class Env:
     counters: dict[str, int]
     transmit: Callable[[Wire, int], None]  # put a wire on the link, arriving at t
     call_at: Callable[[int, Action], None]  # run the action at t (a timer's deadline)
+    # run an application's next call at t, after the kernel's work at that instant
+    call_app_at: Callable[[int, Action], None] | None = None
     wscale: int = 7  # the window scale both sides announce (window.initial_wscale)
     rmem: ReceiveMemory = LINUX_DEFAULT  # how this kernel turns receive memory into window
     # How late a real application may react to what woke it (scheduling): an
