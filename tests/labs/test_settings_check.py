@@ -1,8 +1,10 @@
 """ScenarioConfig.check() is the one gate: what it accepts, the model and the runner take.
 
 session.plan and the lab loader call it before anything runs, so a config it
-passes must never be refused later by simulate() (the model's own checks), and
-every limit must hold at its edges for --set strings and lab-file values alike.
+passes must never be refused later by simulate() (the model's own checks)
+except as outside the model's declared domain (model/domain.py, with its
+reason), and every limit must hold at its edges for --set strings and
+lab-file values alike.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ import random
 import pytest
 
 from tfolab.lab.catalog import load_labs
-from tfolab.model import simulate
+from tfolab.model import domain, simulate
+from tfolab.model.rcv_space import LINUX_DEFAULT
 from tfolab.model.scenario import LIMITS, ScenarioConfig, SettingError
+from tfolab.model.simulation import ModelInputError
+from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 
 CHOICES: dict[str, list[object]] = {
     "pattern": ["rr", "wwr"],
@@ -40,7 +45,7 @@ CHOICES: dict[str, list[object]] = {
 def test_what_check_accepts_the_model_simulates() -> None:
     rng = random.Random(7)
     bases = [s.config for lab in load_labs() for s in lab.scenarios]
-    accepted = 0
+    accepted = refused = 0
     for _ in range(150):
         keys = rng.sample(sorted(CHOICES), rng.randint(1, 5))
         config = dataclasses.replace(
@@ -50,9 +55,19 @@ def test_what_check_accepts_the_model_simulates() -> None:
             config.check()
         except SettingError:
             continue
+        delay = rng.choice([0, 0.5, 10])
+        outside = domain.refusal(
+            config, delay, LINUX_DEFAULT, initial_wscale(DEFAULT_RECEIVE_SPACE)
+        )
+        try:
+            simulate(config, one_way_delay_ms=delay, iterations=2, hz=250)
+        except ModelInputError as err:
+            assert outside is not None and str(err) == f"outside the model's domain: {outside}"
+            refused += 1
+            continue
+        assert outside is None
         accepted += 1
-        simulate(config, one_way_delay_ms=rng.choice([0, 0.5, 10]), iterations=2, hz=250)
-    assert accepted > 100
+    assert accepted > 100 and refused >= 1
 
 
 @pytest.mark.parametrize("key", sorted(LIMITS))

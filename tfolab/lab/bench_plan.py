@@ -18,6 +18,7 @@ from typing import Literal
 from tfolab.core import native
 from tfolab.core.errors import UserError
 from tfolab.lab.session import parse_delay
+from tfolab.model.domain import MAX_HANDSHAKE_DELAY_MS
 from tfolab.runner.backends import likely_backend
 from tfolab.runner.nginx import INSTALL_FIX, find_nginx
 
@@ -88,6 +89,14 @@ def parse_delays(text: str) -> tuple[float, ...]:
         raise UserError(f"--delays gives {len(delays)} delays", f"give at most {MAX_DELAYS}")
     if len(set(delays)) != len(delays):
         raise UserError(f"--delays {text!r} repeats a delay", "give each delay once")
+    beyond = [d for d in delays if d > MAX_HANDSHAKE_DELAY_MS]
+    if beyond:
+        raise UserError(
+            f"--delays {beyond[0]:g} ms is outside the model's domain: every connection's "
+            f"SYN-ACK would come at or after the SYN's 1 s retransmission timer "
+            f"(TCP_TIMEOUT_INIT), which the model does not predict yet",
+            f"give one-way delays up to {MAX_HANDSHAKE_DELAY_MS:g} ms",
+        )
     return delays
 
 
