@@ -84,7 +84,7 @@ class World:
             counters=self.counters,
             transmit=self._transmit,
             call_at=self._at,
-            call_app_at=partial(self._at, application=True),
+            call_app_at=self._next_call,
             wscale=initial_wscale(receive_space_bytes),
             rmem=receive_memory,
             app_reaction_ns=app_reaction_ns,
@@ -115,6 +115,20 @@ class World:
             raise ModelStuck(f"an action was scheduled in the past ({t} < {self.now} ns)")
         self._counter += 1
         heapq.heappush(self._queue, (t, int(application), self._counter, action))
+
+    def _next_call(self, t: int, action: Action) -> None:
+        """An application's next system call, at t after the kernel's work at that instant.
+
+        It continues the action that scheduled it: segments it sends belong to
+        the same burst (they arrive together after a delay, microseconds apart).
+        """
+        acting = self._acting
+
+        def call(now: int) -> None:
+            self._acting = acting
+            action(now)
+
+        self._at(t, call, application=True)
 
     def _transmit(self, wire: Wire, arrival: int) -> None:
         self.wires.append((arrival, wire))
