@@ -10,6 +10,7 @@ Results serialise to the JSON shape of docs/DESIGN.md, "Contracts".
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -292,6 +293,12 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
     SlotTable.open()  # the machine-wide measurement slots are usable (and agree on N)
     if not planned:
         raise UserError("no scenario to run", "see `tfolab list`")
+    if any(p.config.fastopen_queue_full for p in planned):
+        raise UserError(
+            "fastopen_queue_full is a model-only setting: a real run cannot fill the server's "
+            "Fast Open queue, so the kernel would accept the SYN's data",
+            "see it with `tfolab simulate`, or drop that --set",
+        )
     if any(p.config.pingpong_thresh != 1 for p in planned) and not os.path.exists(PINGPONG_SYSCTL):
         raise UserError(
             "this kernel has no net.ipv4.tcp_pingpong_thresh sysctl",
@@ -322,13 +329,21 @@ def check_small_queues(result: LabResult, backend: str) -> None:
             )
 
 
-def receive_memory() -> ReceiveMemory:
-    """This kernel's receive-memory rules for the model (its version and tcp_rmem)."""
+def receive_memory(
+    mtu: int | None = None, skb_heads: dict[int, int] | None = None
+) -> ReceiveMemory:
+    """This kernel's receive-memory rules for the model (its version and tcp_rmem), with
+    the segment overhead the runner measured at this MTU where it did."""
     (_, default, high), _ = kernel.tcp_rmem()
     version = kernel.kernel_version()
     if version == (0, 0):
-        return ReceiveMemory(rmem_default=default, rmem_max=high)
-    return receive_memory_for(version, default, high)
+        rules = ReceiveMemory(rmem_default=default, rmem_max=high)
+    else:
+        rules = receive_memory_for(version, default, high)
+    measured = (skb_heads or {}).get(mtu) if mtu is not None else None
+    if measured is not None and measured > 0:
+        rules = dataclasses.replace(rules, skb_head_truesize=measured)
+    return rules
 
 
 def accuracy_for(backend: str, realtime: bool = True) -> Accuracy:
@@ -347,8 +362,13 @@ def predict(
     backend: str = "nfqueue",
     hz: int | None = None,
     realtime: bool = True,
+    skb_heads: dict[int, int] | None = None,
 ) -> LabResult:
-    """The model alone: every scenario simulated, no measurements."""
+    """The model alone: every scenario simulated, no measurements.
+
+    `skb_heads`: a received segment's truesize beyond its payload per MTU, as
+    the runner measured it; without it the kernel generation's estimate.
+    """
     hz = hz or kernel.kernel_hz()[0]
     scenarios = []
     for p in planned:
@@ -360,7 +380,7 @@ def predict(
                 hz=hz,
                 accuracy=accuracy_for(backend, realtime),
                 receive_space_bytes=kernel.receive_space_bytes()[0],
-                receive_memory=receive_memory(),
+                receive_memory=receive_memory(p.config.mtu, skb_heads or {}),
             )
         except ValueError as err:
             raise UserError(f"scenario {p.name}: {err}", "check --delay and --set values") from None
@@ -401,7 +421,12 @@ async def run(
         if isinstance(event, Setup):
             # The delay that really ran: backend "none" adds nothing whatever was asked.
             result = predict(
-                lab, planned, event.delay_ms, backend=event.backend, realtime=event.realtime
+                lab,
+                planned,
+                event.delay_ms,
+                backend=event.backend,
+                realtime=event.realtime,
+                skb_heads=event.skb_heads,
             )
             result.measured = True
             result.setup_ms = event.setup_ms

@@ -20,7 +20,7 @@ import time
 
 from tfolab.core import autogroup, cpus, kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
-from tfolab.runner import netns, priority
+from tfolab.runner import netns, priority, truesize
 from tfolab.runner.backends import REINSTALL_FIX, InstalledDelay, install_delay
 from tfolab.runner.capture import Capture, CaptureUnavailable
 from tfolab.runner.protocol import (
@@ -59,9 +59,12 @@ def main() -> int:
         started += gate_ms / 1000  # setup_ms is the lab's own setup, not that wait
         how = netns.enter_new_netns()
         netns.set_loopback(True)
+        heads, heads_note = _measure_skb_heads(job)
         realtime, scheduling = priority.realtime_permitted()
         delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
         delay.notes.append(scheduling)
+        if heads_note:
+            delay.notes.append(heads_note)
         network = LabNetwork(delay.backend, delay.delay_ms, server)
         capture_off = _open_capture(network)
         if capture_off and any(s.config.replay_syn for s in job.scenarios):
@@ -85,6 +88,7 @@ def main() -> int:
                     setup_ms=round((time.monotonic() - started) * 1000, 1),
                     capture=capture_off,
                     realtime=realtime,
+                    skb_heads=heads,
                 )
             )
 
@@ -134,6 +138,14 @@ def _give_back(held: list[slots.Slot], spared: list[int]) -> None:
         priority.normal_scheduling()
         slot.release()
     held.clear()
+
+
+def _measure_skb_heads(job: Job) -> tuple[dict[int, int], str]:
+    """Each MTU's received-segment overhead for the model, or a note why the default stays."""
+    try:
+        return truesize.skb_heads({s.config.mtu for s in job.scenarios}), ""
+    except (OSError, TimeoutError) as err:
+        return {}, f"receive memory per segment not measured ({err}): the model's default is used"
 
 
 def _open_capture(network: LabNetwork) -> str:

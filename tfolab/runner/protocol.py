@@ -71,6 +71,8 @@ class Setup(msgspec.Struct, frozen=True, tag="setup", tag_field="event"):
     setup_ms: float
     capture: str = ""
     realtime: bool = True  # lab processes at real-time priority (else normal scheduling)
+    # per MTU: a received segment's truesize beyond its payload, measured (runner/truesize.py)
+    skb_heads: dict[int, int] = {}
 
 
 class SlotWait(msgspec.Struct, frozen=True, tag="slot_wait", tag_field="event"):
