@@ -74,7 +74,8 @@ class ScenarioConfig:
     # Change the server's TFO key just before this iteration (1-based; 0 = never).
     # The client's cached cookie then no longer validates.
     rotate_key_before_iteration: int = field(default=0, metadata=limits(0, MAX_ITERATIONS))
-    # Model only: the server's TFO queue is full, so SYN data is not accepted.
+    # Model only (`tfolab run` refuses it): the server's TFO queue is full, so
+    # SYN data is not accepted.
     fastopen_queue_full: bool = False
     # The last iteration is no client call: an attacker resends the SYN of
     # iteration 1 (its data and valid cookie, byte for byte) from a raw socket,

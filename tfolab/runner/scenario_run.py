@@ -340,8 +340,13 @@ def _emit_sample(
     sample: native.Sample,
     first: native.Sample,
 ) -> None:
-    # A round of write-write-read starts at its first write; a fresh connection at its call.
-    start_ns = sample.write_ns[0] if config.pattern == "wwr" else sample.connect_start_ns
+    # A round of write-write-read starts at its first write; a fresh connection at its call;
+    # a later request on a kept connection (no connect: its stamp is 0) at its write.
+    start_ns = (
+        sample.write_ns[0]
+        if config.pattern == "wwr" or not sample.connect_start_ns
+        else sample.connect_start_ns
+    )
     emit(
         Iteration(
             scenario=name,
