@@ -1,0 +1,157 @@
+"""Run one fuzz case for real and judge it; shrink a failing one to its smallest command.
+
+Rules:
+- A case is run exactly as a student would: `python -m tfolab run ... --json`
+  in a subprocess, with the README's environment.
+- `agreed`: exit 0, one JSON object, every iteration in band, every scenario's
+  packet_diff and counter_diff empty. `refused`: exit 2, nothing on stdout,
+  exactly one stderr line `tfolab: ...` (the reason is kept, and `simulate`
+  of the same case must refuse it too, unless the reason is the backend's).
+  `disagreed`: exit 1 with valid JSON (its sentences kept). Anything else is
+  `crashed`: another exit code, a traceback, invalid JSON, a refusal of more
+  than one line, or a timeout. `unchecked`: the machine captured no packets
+  (the comparison could not run; the test skips with the reason).
+- Only `agreed` and `refused` pass. A failing case is shrunk greedily (drop a
+  setting, lower the delay or the iterations) while it keeps failing the
+  same way, within a bounded number of re-runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from tests.fuzz.space import Case
+
+PASSING = ("agreed", "refused")
+MAX_SHRINK_RUNS = 25
+# Reasons that belong to a real run alone (the machine's delay backend, a setting only
+# the model can honour), which `simulate` has no part in.
+RUN_ONLY_REASONS = ("backend", "NFQUEUE", "netem", "namespace", "permission", "model-only")
+
+
+@dataclass
+class Outcome:
+    kind: str  # agreed, refused, disagreed, crashed, unchecked
+    detail: list[str] = field(default_factory=list)  # the reason, sentences or error
+    races: tuple[int, int] = (0, 0)  # named, used, over the case's scenarios
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.kind in PASSING
+
+
+def timeout_s(case: Case) -> float:
+    """Generous: every iteration a few round trips plus timers, and the lab's setup."""
+    return 60.0 + case.iterations * (12 * case.delay_ms / 1000 + 3)
+
+
+def run_case(case: Case, backend: str = "auto") -> Outcome:
+    import time
+
+    started = time.monotonic()
+    args = [*case.args(), "--backend", backend, "--json"]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tfolab", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s(case),
+        )
+    except subprocess.TimeoutExpired:
+        return Outcome("crashed", [f"no answer within {timeout_s(case):.0f} s"])
+    outcome = _judge(done)
+    outcome.seconds = time.monotonic() - started
+    if outcome.kind == "refused" and not any(r in outcome.detail[0] for r in RUN_ONLY_REASONS):
+        _check_simulate_agrees(case, outcome)
+    return outcome
+
+
+def _judge(done: subprocess.CompletedProcess[str]) -> Outcome:
+    lines = done.stderr.strip().splitlines()
+    if done.returncode == 2:
+        if done.stdout.strip() or len(lines) != 1 or not lines[0].startswith("tfolab: "):
+            return Outcome("crashed", ["a refusal that is not one line", *lines[-5:]])
+        return Outcome("refused", [lines[0]])
+    if done.returncode not in (0, 1):
+        return Outcome("crashed", [f"exit {done.returncode}", *lines[-5:]])
+    if "Traceback" in done.stderr:
+        return Outcome("crashed", ["a traceback", *lines[-5:]])
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError as err:
+        return Outcome("crashed", [f"not one JSON object: {err}", *lines[-3:]])
+    said: list[str] = []
+    named = used = 0
+    for scenario in report["scenarios"]:
+        name = scenario["name"]
+        said += [f"{name}: {s}" for s in scenario.get("packet_diff", [])]
+        said += [f"{name}: {s}" for s in scenario.get("counter_diff", [])]
+        said += [
+            f"{name} #{i['i']}: measured {i['measured_ms']} ms, predicted "
+            f"{i['predicted_ms']} ± {i['tolerance_ms']} ms"
+            for i in scenario["iterations"]
+            if not i["ok"]
+        ]
+        if "captured" not in scenario:
+            why = report.get("capture", "no reason given")
+            return Outcome("unchecked", [f"no packets captured here: {why}"])
+        races = scenario.get("races", {})
+        named += races.get("named", 0)
+        used += races.get("used", 0)
+    if done.returncode == 0 and not said:
+        return Outcome("agreed", races=(named, used))
+    if done.returncode == 0:
+        return Outcome("crashed", ["exit 0 with disagreements", *said])
+    return Outcome("disagreed", said or ["exit 1 with nothing said"], races=(named, used))
+
+
+def _check_simulate_agrees(case: Case, outcome: Outcome) -> None:
+    """simulate refuses what run refuses, in the same words (it shares the checks)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tfolab", *case.args("simulate"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = done.stderr.strip().splitlines()
+    if done.returncode != 2 or lines != outcome.detail:
+        outcome.kind = "crashed"
+        outcome.detail = [
+            f"run refused ({outcome.detail[0]}) but simulate exited {done.returncode}",
+            *lines[-3:],
+        ]
+
+
+def shrink(case: Case, failed: Outcome, backend: str = "auto") -> tuple[Case, Outcome, int]:
+    """The smallest case that still fails the same way: (case, its outcome, re-runs used)."""
+    runs = 0
+    best, best_outcome = case, failed
+    changed = True
+    while changed and runs < MAX_SHRINK_RUNS:
+        changed = False
+        for candidate in _simpler(best):
+            if runs >= MAX_SHRINK_RUNS:
+                break
+            runs += 1
+            outcome = run_case(candidate, backend)
+            if outcome.kind == failed.kind:
+                best, best_outcome, changed = candidate, outcome, True
+                break
+    return best, best_outcome, runs
+
+
+def _simpler(case: Case) -> list[Case]:
+    out = [
+        case.replace(settings=case.settings[:i] + case.settings[i + 1 :])
+        for i in range(len(case.settings))
+    ]
+    if case.iterations > 1:
+        out.append(case.replace(iterations=1))
+    for delay in (0.0, 10.0, round(case.delay_ms / 2, 2)):
+        if delay < case.delay_ms:
+            out.append(case.replace(delay_ms=delay))
+    return out

@@ -1,0 +1,121 @@
+"""The differential fuzzer's figures: `python tests/fuzz/report.py --seed S --cases N`.
+
+Runs N seeded cases for real (one at a time: they are timing measurements)
+and prints how many configurations, drawn from which ranges, agreed, were
+refused (grouped by reason), disagreed or crashed, with the shrunk command
+that reproduces every failure. `--json FILE` writes the same as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `tests` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.fuzz.differential import Outcome, run_case, shrink
+from tests.fuzz.space import Case, cases
+
+
+def reason_group(reason: str) -> str:
+    """A refusal's reason without its numbers: 'request_bytes = N takes N segments ...'."""
+    text = reason.removeprefix("tfolab: ").split("; fix:")[0]
+    text = re.sub(r"^scenario [\w-]+: ", "", text)
+    return re.sub(r"\d+(\.\d+)?", "N", text)[:160]
+
+
+def explore(
+    seed: int, count: int, *, backend: str = "auto", budget_s: float = 1e9, shrinking: bool = True
+) -> dict[str, object]:
+    started = time.monotonic()
+    results: list[tuple[Case, Outcome]] = []
+    failures = []
+    for case in cases(seed, count):
+        if time.monotonic() - started > budget_s:
+            break
+        outcome = run_case(case, backend)
+        results.append((case, outcome))
+        print(f"{outcome.kind:9} {outcome.seconds:5.1f} s  {case.command()}", flush=True)
+        if not outcome.passed and outcome.kind != "unchecked":
+            small, small_outcome, runs = (
+                shrink(case, outcome, backend) if shrinking else (case, outcome, 0)
+            )
+            failures.append(
+                {
+                    "kind": outcome.kind,
+                    "command": case.command(),
+                    "shrunk": small.command(),
+                    "shrink_runs": runs,
+                    "detail": small_outcome.detail[:12],
+                }
+            )
+    kinds = Counter(outcome.kind for _, outcome in results)
+    reasons = Counter(reason_group(o.detail[0]) for _, o in results if o.kind == "refused")
+    delays = [case.delay_ms for case, _ in results]
+    return {
+        "seed": seed,
+        "backend": backend,
+        "cases": len(results),
+        "asked": count,
+        "seconds": round(time.monotonic() - started, 1),
+        "outcomes": dict(kinds),
+        "refusals": dict(reasons.most_common()),
+        "races": {
+            "named": sum(o.races[0] for _, o in results),
+            "used": sum(o.races[1] for _, o in results),
+        },
+        "ranges": {
+            "delay_ms": [min(delays, default=0), max(delays, default=0)],
+            "labs": dict(Counter(case.lab for case, _ in results)),
+            "settings": dict(Counter(k for case, _ in results for k, _ in case.settings)),
+        },
+        "failures": failures,
+    }
+
+
+def print_figures(figures: dict[str, object]) -> None:
+    print(f"\nseed {figures['seed']}, backend {figures['backend']}: {figures['cases']} cases "
+          f"of {figures['asked']} in {figures['seconds']} s")  # fmt: skip
+    print(f"outcomes: {figures['outcomes']}")
+    print(f"races named / used: {figures['races']}")
+    print(f"ranges: {figures['ranges']}")
+    print("refused, by reason:")
+    for reason, n in dict(figures["refusals"]).items():  # type: ignore[call-overload]
+        print(f"  {n:4}  {reason}")
+    for failure in figures["failures"]:  # type: ignore[attr-defined]
+        print(f"\n{failure['kind']}: {failure['shrunk']}")
+        print(f"  (drawn as: {failure['command']})")
+        for line in failure["detail"]:
+            print(f"    {line}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--cases", type=int, default=40)
+    parser.add_argument("--backend", default="auto", choices=["auto", "netem", "nfqueue"])
+    parser.add_argument("--budget-s", type=float, default=1e9)
+    parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    figures = explore(
+        args.seed,
+        args.cases,
+        backend=args.backend,
+        budget_s=args.budget_s,
+        shrinking=not args.no_shrink,
+    )
+    print_figures(figures)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+    return 0 if not figures["failures"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
