@@ -1,5 +1,5 @@
 """The runner process: `python -m tfolab.runner` reads a Job on stdin, runs it in a
-fresh network namespace, and writes JSON-line events on stdout.
+fresh network namespace, and writes its events on stdout (protocol.frame).
 
 Rules: only the measured part waits in line for a machine-wide measurement
 slot (tfolab.core.slots); only then do the lab's processes take real-time
@@ -31,14 +31,14 @@ from tfolab.runner.protocol import (
     Setup,
     SlotTaken,
     SlotWait,
-    encode_event,
+    frame,
 )
 from tfolab.runner.scenario_run import LabNetwork, run_scenario
 
 
 def emit(event: Event) -> None:
-    sys.stdout.write(encode_event(event) + "\n")
-    sys.stdout.flush()
+    sys.stdout.buffer.write(frame(event))
+    sys.stdout.buffer.flush()
 
 
 def main() -> int:

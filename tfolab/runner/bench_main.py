@@ -1,5 +1,6 @@
 """The bench's runner process: `python -m tfolab.runner.bench_main` reads one BenchJob
-(one delay) on stdin, runs it in a fresh network namespace, writes JSON-line events.
+(one delay) on stdin, runs it in a fresh network namespace, writes its events as
+length-prefixed frames (protocol.frame).
 
 Rules: as the lab runner (tfolab/runner/__main__.py): it dies with its parent and
 everything it starts dies with it (the servers by --die-with-parent, nginx by
@@ -31,15 +32,15 @@ from tfolab.runner.protocol import (
     Setup,
     SlotTaken,
     SlotWait,
-    encode_event,
+    frame,
 )
 
 FASTOPEN_SYSCTL = 3  # client and server Fast Open with cookies (the default of a host)
 
 
 def emit(event: Event) -> None:
-    sys.stdout.write(encode_event(event) + "\n")
-    sys.stdout.flush()
+    sys.stdout.buffer.write(frame(event))
+    sys.stdout.buffer.flush()
 
 
 def configure(backend: str) -> None:

@@ -1,7 +1,8 @@
 """The parent side: start a runner process and stream its events, asyncio style.
 
 Rules: no privileges or namespaces here: this is ordinary user-space code that
-spawns `python -m tfolab.runner`, feeds it a Job and yields its JSON-line events.
+spawns `python -m tfolab.runner`, feeds it a Job and yields its events (length-
+prefixed frames, protocol.read_frame: no line-length limit).
 Leaving the `async for` early, an exception or a cancellation kills the runner;
 everything it started dies with it (see tfolab/runner/__main__.py).
 """
@@ -16,7 +17,16 @@ from collections.abc import AsyncIterator
 import msgspec
 
 from tfolab.core.errors import UserError
-from tfolab.runner.protocol import BenchJob, Done, Event, Failed, Job, decode_event
+from tfolab.runner.protocol import (
+    BenchJob,
+    Done,
+    Event,
+    Failed,
+    FrameError,
+    Job,
+    decode_event,
+    read_frame,
+)
 
 
 async def stream_events(
@@ -47,20 +57,24 @@ async def stream_events(
         process.stdin.write(job.to_json().encode())
         await process.stdin.drain()
         process.stdin.close()
+        broken = ""
         async with asyncio.timeout(timeout_s):
-            async for raw in process.stdout:
-                line = raw.strip()
-                if not line:
-                    continue
+            while not finished:
                 try:
-                    event = decode_event(line)
-                except msgspec.ValidationError as err:
+                    body = await read_frame(process.stdout)
+                except FrameError as err:
+                    broken = f" ({err})"
+                    break
+                if body is None:
+                    break
+                try:
+                    event = decode_event(body)
+                except (msgspec.ValidationError, msgspec.DecodeError) as err:
                     yield Failed(f"the runner said something unexpected: {err}", _REPORT_FIX)
                     finished = True
                     break
                 yield event
-                if isinstance(event, Done | Failed):
-                    finished = True
+                finished = isinstance(event, Done | Failed)
         if not finished:
             stderr = (
                 (await process.stderr.read()).decode(errors="replace") if process.stderr else ""
@@ -68,7 +82,8 @@ async def stream_events(
             await process.wait()
             last = (stderr.strip().splitlines() or ["no message"])[-1]
             yield Failed(
-                f"the runner stopped unexpectedly (exit {process.returncode}): {last}", _REPORT_FIX
+                f"the runner stopped unexpectedly{broken} (exit {process.returncode}): {last}",
+                _REPORT_FIX,
             )
     finally:
         if finished:

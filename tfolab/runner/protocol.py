@@ -1,16 +1,21 @@
 """The runner's two streams, typed on both sides: a Job in, Events out.
 
-The parent writes one Job (JSON) to the runner's stdin; the runner writes one
-Event per line to its stdout. This module is the only place either shape is
+The parent writes one Job (JSON) to the runner's stdin; the runner writes its
+Events to its stdout, each one frame: a 4-byte big-endian length, then that
+many bytes of JSON (`frame` / `read_frame`). No line-length limit applies: a
+capture of many megabytes crosses as one event. This module is the only place either shape is
 defined, encoded or decoded (msgspec: a typed decode that refuses anything
 else), so both sides agree by construction and consumers use attributes,
 never string keys.
 
-Rules: every Event carries its kind in the "event" field of its JSON line;
-the stream ends with Done or Failed.
+Rules: every Event carries its kind in the "event" field of its JSON; the
+stream ends with Done or Failed.
 """
 
 from __future__ import annotations
+
+import asyncio
+import struct
 
 import msgspec
 
@@ -202,11 +207,42 @@ Event = (
 _decoder = msgspec.json.Decoder(Event)
 
 
-def encode_event(event: Event) -> str:
-    return msgspec.json.encode(event).decode()
+_LENGTH = struct.Struct(">I")
+MAX_FRAME_BYTES = 1 << 30  # a frame claiming more is not the runner talking
 
 
-def decode_event(line: str | bytes) -> Event:
-    """One line of the runner's stdout; msgspec.ValidationError if it is not an Event."""
-    event: Event = _decoder.decode(line)
+def frame(event: Event) -> bytes:
+    """One event as the runner writes it: its JSON's length, then the JSON."""
+    body = msgspec.json.encode(event)
+    return _LENGTH.pack(len(body)) + body
+
+
+def decode_event(body: str | bytes) -> Event:
+    """One frame's JSON; msgspec.ValidationError if it is not an Event."""
+    event: Event = _decoder.decode(body)
     return event
+
+
+class FrameError(Exception):
+    """The runner's stream ended inside a frame, or announced an impossible one."""
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes | None:
+    """The next frame's JSON; None at a clean end of the stream (between frames)."""
+    try:
+        head = await reader.readexactly(_LENGTH.size)
+    except asyncio.IncompleteReadError as err:
+        if err.partial:
+            raise FrameError(
+                f"the stream ended inside a frame's length ({err.partial!r})"
+            ) from None
+        return None
+    (length,) = _LENGTH.unpack(head)
+    if length > MAX_FRAME_BYTES:
+        raise FrameError(f"a frame of {length} bytes announced")
+    try:
+        return await reader.readexactly(length)
+    except asyncio.IncompleteReadError as err:
+        raise FrameError(
+            f"the stream ended {len(err.partial)} bytes into a {length}-byte frame"
+        ) from None
