@@ -213,3 +213,45 @@ def test_at_d0_the_clients_ack_of_two_segments_may_merge_too() -> None:
     delayed = simulate(item.config, one_way_delay_ms=10, iterations=2)
     racing = [e for e in delayed.events if isinstance(e, Segment) and e.race]
     assert racing and all("woke the reader" in e.explanation for e in racing)
+
+
+# This project's host: Linux 6.18, tcp_rmem 4096 131072 33554432, 832 B measured per skb.
+HOST_618 = dataclasses.replace(receive_memory_for((6, 18), 131072, 32 << 20), skb_head_truesize=832)
+
+
+def _segments(lab: str, name: str, delay_ms: float, **settings: object) -> list[Segment]:
+    config = dataclasses.replace(scenario(lab, name).config, **settings)
+    sim = simulate(
+        config, one_way_delay_ms=delay_ms, iterations=1, receive_space_bytes=32 << 20,
+        receive_memory=HOST_618,
+    )  # fmt: skip
+    return [e for e in sim.events if isinstance(e, Segment) and e.connection == 1]
+
+
+def test_a_read_that_doubles_the_window_sends_a_window_update() -> None:
+    """__tcp_cleanup_rbuf: 9893 bytes read from a 64 KiB offer free enough to double what the
+    server may still send, so the client ACKs before its FIN (captured at D = 0, 6.18)."""
+    client = [s for s in _segments("fastopen", "cookie-request", 0, request_bytes=9893)
+              if s.sender == "client"]  # fmt: skip
+    update = [s for s in client if s.flags == ("ACK",) and s.ack == 9894]
+    assert len(update) == 1 and "window update" in update[0].explanation
+    assert client.index(update[0]) < next(i for i, s in enumerate(client) if "FIN" in s.flags)
+
+
+def test_the_mss_is_bounded_to_half_the_peers_largest_window() -> None:
+    """tcp_sync_mss / tcp_bound_to_half_wnd: at lo's MTU a 64 KiB offer makes the MSS
+    32768, so a 34022-byte echo leaves as 32768 + 1254 (captured at D = 0 and 10)."""
+    server = _segments("fastopen", "no-cookie", 10, request_bytes=34022)
+    data = [(s.length, "PSH" in s.flags) for s in server if s.sender == "server" and s.length]
+    assert data == [(32768, False), (1254, True)]
+
+
+def test_at_los_mtu_segments_are_clones_and_never_coalesce() -> None:
+    """skb_try_coalesce refuses a cloned `to`: at MTU 65536 the receiver queues the
+    sender's clone, so the second segment charges its own skb (window 91, not 92)."""
+    big = RcvSpace(receive_memory_for((6, 18), 131072, 32 << 20), 10, 65495, coalesce=False)
+    small = RcvSpace(receive_memory_for((6, 18), 131072, 32 << 20), 10, 65495)
+    for space in (big, small):
+        space.queue(32768, 536)
+        space.queue(1254, 32768)
+    assert big.rmem - small.rmem == receive_memory_for((6, 18), 131072, 32 << 20).skb_head_truesize

@@ -131,6 +131,16 @@ class TcpEndpoint:
         sock.fin_read = sock.fin_received  # a recv() that reaches the FIN consumes it
         rules = sock.env.rules
         why = rules.cleanup_rbuf(sock.ack, len(data), sock.unacked_received_bytes, True)
+        if (
+            not why
+            and data
+            and not sock.fin_received  # RCV_SHUTDOWN: no window worth opening
+            and sock.rspace.window_raised(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
+        ):
+            why = (
+                "a window update: the read freed enough to at least double the window the "
+                "peer may still use"
+            )
         if why:
             output.send_ack(
                 sock,

@@ -78,6 +78,7 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
         return
     if wire.mss_option is not None:
         sock.clamp_mss(wire.mss_option)
+    sock.peer_window(wire.window)  # tp->max_window = snd_wnd, then tcp_sync_mss
     syn = sock.flights[0]
     sock.rtt_sample(now - syn.sent_ns)
     sock.flights = []
@@ -155,6 +156,7 @@ def accept_syn(
     sock.fastopen_queue = fastopen_queue
     if wire.mss_option is not None:
         sock.clamp_mss(wire.mss_option)
+    sock.peer_window(wire.window)  # tp->max_window = snd_wnd, then tcp_sync_mss
     sock.rcv_nxt = wire.seq + 1
     if decision.accept_data:
         sock.tfo_child = True

@@ -97,8 +97,19 @@ def transmit(
         window=window,
         window_alternatives=tuple(w for w in window_alternatives if w != window),
     )
+    offered = window if "SYN" in flags else window << env.wscale
     wire = Wire(
-        sock.side, sock.connection, flags, seq, ack, payload, cookie, mss_option, event.id, what
+        sock.side,
+        sock.connection,
+        flags,
+        seq,
+        ack,
+        payload,
+        cookie,
+        mss_option,
+        event.id,
+        what,
+        window=offered,
     )
     env.transmit(wire, arrival)
     if ack is not None:

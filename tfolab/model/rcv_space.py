@@ -22,10 +22,16 @@ Rules, each after the kernel function it names (times do not matter here):
 - `queue` (tcp_queue_rcv, tcp_try_coalesce, tcp_measure_rcv_mss,
   tcp_grow_window): a segment charges its truesize (payload + the skb head
   the sender allocated); a segment joining an unread tail skb is coalesced and
-  charges its payload only. After it, the ratio may be re-measured (scaling
-  era) and rcv_ssthresh grows by up to two MSS while memory allows; a growth
-  grants one quick ACK (icsk_ack.quick |= 1).
-- `read_all` (tcp_recvmsg): the application's read frees the memory.
+  charges its payload only, unless it is a clone: at loopback's own MTU the
+  receiver queues the sender's cloned skb, and skb_try_coalesce refuses a
+  cloned `to` (6.1 and 6.18), so each segment charges its whole truesize.
+  After it, the ratio may be re-measured (scaling era) and rcv_ssthresh
+  grows by up to two MSS while memory allows; a growth grants one quick ACK
+  (icsk_ack.quick |= 1).
+- `read_all` (tcp_recvmsg): the application's read frees the memory;
+  `window_raised` (__tcp_cleanup_rbuf, 6.1 and 6.18): if the window the peer
+  may still use is at most half the clamp and the read lets the socket offer
+  at least twice that, an ACK goes at once to say so (a window update).
 - `select_window` (__tcp_select_window) and `advertise` (tcp_select_window:
   the window never shrinks below what the peer may still send).
 
@@ -81,6 +87,9 @@ class RcvSpace:
     rcvbuf: int = 0
     rmem: int = 0  # sk_rmem_alloc: truesize of what the application has not read
     tail_unread: bool = False  # a queued skb a new segment may coalesce into
+    # segments arrive as fresh skbs cut in software (lo below its own MTU, GSO off),
+    # which tcp_try_coalesce may merge; at lo's MTU each is a clone of the sender's skb
+    coalesce: bool = True
     ratio: int = DEFAULT_SCALING_RATIO
     window_clamp: int = 0
     rcv_ssthresh: int = 0
@@ -132,7 +141,7 @@ class RcvSpace:
         `rcv_mss` is icsk_ack.rcv_mss before tcp_measure_rcv_mss sees this segment.
         """
         truesize = self.rules.skb_head_truesize + length
-        self.rmem += length if self.tail_unread else truesize
+        self.rmem += length if self.tail_unread and self.coalesce else truesize
         self.tail_unread = True
         if self.rules.scaling_ratio and length >= rcv_mss and length != rcv_mss:
             ratio = max((length << TCP_RMEM_TO_WIN_SCALE) // truesize, 1)
@@ -176,6 +185,15 @@ class RcvSpace:
             unit = 1 << self.wscale
             new = -(-current // unit) * unit
         self.rcv_wnd = new
+
+    def window_raised(self, rcv_mss: int, unacked: int) -> bool:
+        """__tcp_cleanup_rbuf's window update: a read freed enough to (at least) double the
+        window the peer may still use, while that is at most half the clamp."""
+        now = max(self.rcv_wnd - unacked, 0)  # tcp_receive_window
+        if 2 * now > self.window_clamp:
+            return False
+        new = self.select_window(rcv_mss)
+        return new > 0 and new >= 2 * now
 
     def window_if_read(self, rcv_mss: int, queued: int, rcv_wnd: int, unacked: int) -> int:
         """The window field an ACK would carry with only `queued` bytes of truesize unread.

@@ -59,6 +59,8 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
         return
     if wire.syn or sock.state in (TcpState.CLOSED, TcpState.LISTEN):
         return
+    if wire.ack is not None:
+        sock.peer_window(wire.window)  # tcp_ack_update_window: a larger offer re-syncs the MSS
     acked_new = wire.ack is not None and wire.ack > sock.snd_una
     if acked_new:
         _process_ack(sock, now, wire)

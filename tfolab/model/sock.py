@@ -17,6 +17,9 @@ Rules:
   loopback's 65536 gives an MSS option of 65495; with timestamps on every
   segment the MSS in use (mss_cache, `ss -i`'s mss) is TS_OPTION_BYTES less,
   65483, and a smaller MSS option from the peer lowers it (tcp_sync_mss).
+  tcp_sync_mss also bounds it to half the largest window the peer offered
+  (tcp_bound_to_half_wnd, 6.1 and 6.18): at loopback's MTU a 64 KiB window
+  makes the MSS 32768, so a 34022-byte write leaves as 32768 + 1254.
 - RTT and RTO: a simplified tcp_rtt_estimator (srtt, rttvar) and __tcp_set_rto
   (srtt + max(4 rttvar, TCP_RTO_MIN); TCP_TIMEOUT_INIT before any sample).
 """
@@ -34,6 +37,8 @@ from tfolab.model.wire import Env
 
 IPV4_MAX_PMTU = 65535
 IPV4_TCP_HEADERS = 40  # 20 B IPv4 + 20 B TCP, without options
+TCP_MSS_DESIRED = 1220  # include/net/tcp.h
+LOOPBACK_MTU = 65536  # lo's own MTU: TSO/GSO on, segments cross whole (clones)
 TS_OPTION_BYTES = 12  # the timestamps option, on every segment
 RTO_MIN_NS = 200_000_000  # TCP_RTO_MIN
 RTO_INIT_NS = 1_000_000_000  # TCP_TIMEOUT_INIT
@@ -60,7 +65,8 @@ class TcpSock:
         self.counting = counting  # False on the unmeasured warm-up: no TcpExt counters
         self.state = TcpState.LISTEN if side == "server" else TcpState.CLOSED
         self.advmss = min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS
-        self.mss_cache = self.advmss - TS_OPTION_BYTES
+        self.mss_base = self.advmss - TS_OPTION_BYTES  # from the MTU and the peer's MSS option
+        self.max_window = 0  # the largest window the peer offered (tp->max_window)
         # the send side
         self.nodelay = nodelay
         self.cork = False
@@ -86,7 +92,7 @@ class TcpSock:
         self.fin_received = False
         self.fin_read = False  # the application's recv() returned end of file
         self.ack = AckState(rcv_mss=self._initial_rcv_mss())
-        self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss)
+        self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss, coalesce=mtu < LOOPBACK_MTU)
         self.rspace.initial_window(peer_timestamps_seen=side == "server")
         self.rspace.init_buffer_space()  # as the connection is established
         # tcp_add_backlog: while the application holds the socket (a read that
@@ -121,9 +127,23 @@ class TcpSock:
         Before any data, tcp_initialize_rcv_mss (run as the connection is
         established) guesses rcv_mss from the MSS in use as well.
         """
-        self.mss_cache = min(self.advmss, peer_mss_option) - TS_OPTION_BYTES
+        self.mss_base = min(self.advmss, peer_mss_option) - TS_OPTION_BYTES
         if self.ack.ato == 0:
             self.ack.rcv_mss = self._initial_rcv_mss()
+
+    @property
+    def mss_cache(self) -> int:
+        """tcp_sync_mss: the MSS in use, bounded to half the peer's largest window
+        (tcp_bound_to_half_wnd, once that window is over TCP_MSS_DESIRED)."""
+        window = self.max_window
+        cutoff = window >> 1 if window > TCP_MSS_DESIRED else window
+        if cutoff and self.mss_base > cutoff:
+            return max(cutoff, 68 - (20 + TS_OPTION_BYTES))
+        return self.mss_base
+
+    def peer_window(self, window: int) -> None:
+        """tcp_ack_update_window (and the handshake): a larger offer re-syncs the MSS."""
+        self.max_window = max(self.max_window, window)
 
     def _initial_rcv_mss(self) -> int:
         """tcp_initialize_rcv_mss: min(advmss, mss_cache, rcv_wnd / 2, 536), at least 88."""

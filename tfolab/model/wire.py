@@ -40,6 +40,8 @@ class Wire:
     # Its seq/ack belong to an earlier connection on the same 4-tuple (a TIME_WAIT
     # socket's ACK, or the RST answering one): see replay.py.
     stale: bool = False
+    # the window it offers, in bytes: a SYN's or SYN-ACK's as sent, later ones scaled
+    window: int = 0
 
     @property
     def syn(self) -> bool:
