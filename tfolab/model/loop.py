@@ -4,6 +4,10 @@ Rules:
 - One priority queue of (time ns, insertion number, action). Equal times run
   in insertion order, so the run is deterministic and causal: a segment sent
   at t with D = 0 is still processed after everything that happened before it.
+  An application's turn at an instant waits for the kernel's work then; two
+  applications woken at the same instant run oldest first, or, with
+  `latest_app_first`, the other way round: without a delay the two processes
+  race on two CPUs, and the comparison accepts either order (simulation.py).
 - Time never goes back: the loop refuses an action scheduled in the past.
 - Segments are delivered exactly D after they leave (the link); timers are
   the deadlines the endpoints report (Env.call_at), checked lazily: a stale
@@ -31,7 +35,7 @@ from tfolab.model.apps import ClientScript, ServerScript
 from tfolab.model.clock import JiffyClock, Link, ms_to_ns
 from tfolab.model.delack import DelackRules
 from tfolab.model.endpoint import TcpEndpoint
-from tfolab.model.events import Recorder
+from tfolab.model.events import Recorder, Side
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
 from tfolab.model.predict import Headline
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
@@ -70,9 +74,13 @@ class World:
         receive_space_bytes: int = DEFAULT_RECEIVE_SPACE,
         receive_memory: ReceiveMemory = LINUX_DEFAULT,
         app_reaction_ns: int = 1_000_000,
+        latest_app_first: bool = False,
     ) -> None:
         self.config = config
         self.iterations = iterations
+        # Applications woken at the same instant run oldest first, or (the other
+        # way a D = 0 race can go) the latest woken first.
+        self.latest_app_first = latest_app_first
         self.recorder = Recorder()
         self.counters: dict[str, int] = {}
         self.app: dict[str, int] = {"accepted": 0, "requests": 0}
@@ -107,6 +115,7 @@ class World:
         self._counter = 0
         self._acting = 0  # the running action's number: segments it sends form one burst
         self._plan: list[list[int]] = []
+        self._woken: set[tuple[int, int]] = set()  # (script, instant) with a turn pending
 
     # ------------------------------------------------------------ scheduling
     def _at(self, t: int, action: Action, *, application: bool = False) -> None:
@@ -114,7 +123,8 @@ class World:
         if t < self.now:
             raise ModelStuck(f"an action was scheduled in the past ({t} < {self.now} ns)")
         self._counter += 1
-        heapq.heappush(self._queue, (t, int(application), self._counter, action))
+        order = -self._counter if application and self.latest_app_first else self._counter
+        heapq.heappush(self._queue, (t, int(application), order, action))
 
     def _next_call(self, t: int, action: Action) -> None:
         """An application's next system call, at t after the kernel's work at that instant.
@@ -289,7 +299,7 @@ class World:
         if wire.sender == "server":
             conn.client.receive(now, wire)
             if last:
-                conn.script.wake(now, wire.event_id)
+                self._wake(now, conn.script, conn.number, "client", wire.event_id)
             return
         if conn.server is None:
             if wire.syn:
@@ -298,7 +308,31 @@ class World:
         conn.server.receive(now, wire)
         assert conn.server_script is not None
         if last and not wire.stale:  # another connection's ACK gives the application nothing
-            conn.server_script.wake(now, wire.event_id)
+            self._wake(now, conn.server_script, conn.number, "server", wire.event_id)
+
+    def _wake(
+        self,
+        now: int,
+        script: ClientScript | ServerScript,
+        connection: int,
+        side: Side,
+        event_id: int,
+    ) -> None:
+        """Wake an application: its turn comes after the kernel's work at this instant.
+
+        One turn per application and instant; it runs for the latest segment that
+        reached it by then (the one whose arrival it answers).
+        """
+        key = (id(script), now)
+        if key in self._woken:
+            return
+        self._woken.add(key)
+
+        def turn(t: int) -> None:
+            self._woken.discard(key)
+            script.wake(t, self.recorder.last_arrival(connection, side, event_id, t / 1e6))
+
+        self._at(now, turn, application=True)
 
     def _listener_syn(self, now: int, conn: Connection, wire: Wire) -> None:
         cfg = self.config
@@ -316,7 +350,9 @@ class World:
         conn.server_script = script
         server.accept_syn(now, wire, decision, self.fastopen)
         if conn.replay is None:
-            script.wake(now, wire.event_id)
+            # accept() returns once the kernel is done at this instant (a Fast Open child
+            # with its data queued): the server application's own turn
+            self._wake(now, script, conn.number, "server", wire.event_id)
             return
         # The replayed child's application runs once the kernel is done at this instant:
         # at D = 0 the SYN-ACK, the TIME_WAIT socket's ACK and the RST all happen in the

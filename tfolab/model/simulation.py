@@ -61,6 +61,7 @@ class Simulation:
     receive_memory: ReceiveMemory = LINUX_DEFAULT
     # each segment's own arrival band in ms, by event id (predict.segment_bands)
     segment_bands: dict[int, float] = dataclasses.field(default_factory=dict)
+    latest_app_first: bool = False  # the other order of two applications woken at once
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -89,8 +90,13 @@ def simulate(
     tick_phase_ms: float | None = None,
     receive_space_bytes: int = DEFAULT_RECEIVE_SPACE,
     receive_memory: ReceiveMemory = LINUX_DEFAULT,
+    latest_app_first: bool = False,
 ) -> Simulation:
-    """Run the scenario in the model and predict every iteration's headline."""
+    """Run the scenario in the model and predict every iteration's headline.
+
+    `latest_app_first`: applications woken at the same instant run newest
+    first (the other outcome of a D = 0 race between two processes).
+    """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
     if config.replay_syn and iterations < 2:
@@ -118,6 +124,7 @@ def simulate(
         receive_space_bytes=receive_space_bytes,
         receive_memory=receive_memory,
         app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
+        latest_app_first=latest_app_first,
     )
     world.run()
     events = world.recorder.timeline()
@@ -136,6 +143,7 @@ def simulate(
         receive_space_bytes=receive_space_bytes,
         receive_memory=receive_memory,
         segment_bands=segment_bands(events, predictions, hz=hz, accuracy=accuracy),
+        latest_app_first=latest_app_first,
     )
 
 
