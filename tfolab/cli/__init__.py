@@ -4,7 +4,9 @@ Each command is one module here with NAME, HELP, add_arguments(parser) and
 handle(args) -> int; COMMANDS lists them in the order `--help` shows them.
 Rules: every user mistake or unusable environment is a UserError, printed as
 one line (`tfolab: <reason>; fix: <fix>`) with exit code 2; a measurement
-outside its band exits 1. Commands and flags follow docs/DESIGN.md, "Contracts".
+outside its band exits 1; anything else is a bug of ours: one line naming it
+and the file that holds the details (crash.py), exit code 3. Commands and
+flags follow docs/DESIGN.md, "Contracts".
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from importlib import metadata
 from types import ModuleType
 from typing import NoReturn
 
-from tfolab.cli import bench, doctor, grade, listing, run, serve, simulate
+from tfolab.cli import bench, crash, doctor, grade, listing, run, serve, simulate
 from tfolab.cli.common import labs_dir_argument
 from tfolab.core.errors import UserError
 
@@ -42,7 +44,8 @@ predictions:
   given in the UI, or $TFOLAB_RESULTS_DIR; `tfolab grade DIR` summarises them.
 
 exit codes: 0 done, 1 a measurement fell outside its predicted band,
-  2 bad input or an unusable machine (one line on stderr: `tfolab: ...`).
+  2 bad input or an unusable machine (one line on stderr: `tfolab: ...`),
+  3 an internal error (one line naming the file with its details).
 """
 
 
@@ -100,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`tfolab list | head`): not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as err:
+        print(crash.report(err, list(sys.argv[1:] if argv is None else argv), version()),
+              file=sys.stderr)  # fmt: skip
+        return crash.EXIT_INTERNAL_ERROR
 
 
 def _tui(args: argparse.Namespace) -> int:
