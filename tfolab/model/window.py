@@ -3,9 +3,9 @@
 tcp_select_initial_window (tcp_output.c): with window scaling on, the scale is
 chosen for the largest window the socket might ever want,
 space = max(tcp_rmem[2], rmem_max) capped by the window clamp (65535 << 14),
-and rcv_wscale = clamp(ilog2(space) - 15, 0, TCP_MAX_WSCALE). Linux's default
-tcp_rmem[2] (6 MiB) gives 7; a machine tuned to 32 MiB sends 10. The caller
-passes the kernel's value: the model never reads /proc.
+and rcv_wscale = clamp(ilog2(space) - 15, 0, TCP_MAX_WSCALE). tcp_rmem[2]'s
+default of 6 MiB (before Linux 6.16) gives 7; 32 MiB, the default since,
+gives 10. The caller passes the kernel's value: the model never reads /proc.
 """
 
 from __future__ import annotations
