@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from tests.model.scenarios import scenario
-from tfolab.model import Segment, simulate
+from tfolab.model import AppCall, Segment, simulate
 from tfolab.model.rcv_space import RcvSpace, receive_memory_for
 from tfolab.model.scenario import ScenarioConfig
 
@@ -255,3 +255,22 @@ def test_at_los_mtu_segments_are_clones_and_never_coalesce() -> None:
         space.queue(32768, 536)
         space.queue(1254, 32768)
     assert big.rmem - small.rmem == receive_memory_for((6, 18), 131072, 32 << 20).skb_head_truesize
+
+
+def test_below_mtu_296_the_mss_option_is_the_routes_minimum() -> None:
+    """ipv4_default_advmss: max(MTU - 40, min_adv_mss 256); the segments sent still fit the
+    MTU (tcp_mtu_to_mss): MTU 128 announces 256 and sends 76-byte segments (captured)."""
+    segments = _segments("handshake", "plain", 0, mtu=128, request_bytes=200)
+    assert {o for s in segments if "SYN" in s.flags for o in s.options} >= {"mss 256"}
+    sizes = [s.length for s in segments if s.sender == "client" and s.length]
+    assert max(sizes) == 76 and sum(sizes) == 200
+
+
+def test_a_pure_ack_wakes_no_application() -> None:
+    """At D = 0 with TCP_NODELAY, the server (epoll for EPOLLIN) reads both writes at once:
+    the ACK that ended the previous round woke nothing, so no read sits between them."""
+    config = dataclasses.replace(scenario("delack", "quickack").config, nodelay=True)
+    sim = simulate(config, one_way_delay_ms=0, iterations=2)
+    reads = [e for e in sim.events if isinstance(e, AppCall) and e.side == "server"
+             and e.call == "read" and e.iteration == 2]  # fmt: skip
+    assert reads[0].detail.startswith("16 B")

@@ -41,6 +41,7 @@ from tfolab.model.predict import Headline
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.replay import TimeWaitPeer, send_replay
 from tfolab.model.scenario import REPLAY_GAP_MS, ScenarioConfig
+from tfolab.model.state import TcpState
 from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 from tfolab.model.wire import Action, Env, Wire
 
@@ -297,17 +298,20 @@ class World:
         if receiver is not None:
             receiver.sock.more_in_burst = not last
         if wire.sender == "server":
+            before = conn.client.sock.state
             conn.client.receive(now, wire)
-            if last:
+            if last and _wakes(wire, before, conn.client.sock.state):
                 self._wake(now, conn.script, conn.number, "client", wire.event_id)
             return
         if conn.server is None:
             if wire.syn:
                 self._listener_syn(now, conn, wire)
             return
+        before = conn.server.sock.state
         conn.server.receive(now, wire)
         assert conn.server_script is not None
-        if last and not wire.stale:  # another connection's ACK gives the application nothing
+        woken = _wakes(wire, before, conn.server.sock.state)
+        if last and woken and not wire.stale:  # another connection's ACK gives it nothing
             self._wake(now, conn.server_script, conn.number, "server", wire.event_id)
 
     def _wake(
@@ -358,3 +362,14 @@ class World:
         # at D = 0 the SYN-ACK, the TIME_WAIT socket's ACK and the RST all happen in the
         # softirq of the SYN's arrival, before the server process is scheduled.
         self._at(now, lambda t: script.wake(t, wire.event_id), application=True)
+
+
+def _wakes(wire: Wire, before: TcpState, after: TcpState) -> bool:
+    """Does this segment wake the application (sk_data_ready / sk_state_change)?
+
+    Data, a FIN or a SYN-ACK does, and so does any segment that moves the
+    socket's state (the ACK that completes the handshake makes accept()
+    return); a pure ACK of data only frees send space, which no lab
+    application waits for.
+    """
+    return bool(wire.payload) or wire.fin or wire.syn or before != after

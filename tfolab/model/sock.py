@@ -17,6 +17,8 @@ Rules:
   loopback's 65536 gives an MSS option of 65495; with timestamps on every
   segment the MSS in use (mss_cache, `ss -i`'s mss) is TS_OPTION_BYTES less,
   65483, and a smaller MSS option from the peer lowers it (tcp_sync_mss).
+  Below an MTU of 296 the option is still 256 (the route's min_adv_mss,
+  ipv4_default_advmss) while the segments sent stay within the MTU.
   tcp_sync_mss also bounds it to half the largest window the peer offered
   (tcp_bound_to_half_wnd, 6.1 and 6.18): at loopback's MTU a 64 KiB window
   makes the MSS 32768, so a 34022-byte write leaves as 32768 + 1254.
@@ -38,6 +40,7 @@ from tfolab.model.wire import Env
 IPV4_MAX_PMTU = 65535
 IPV4_TCP_HEADERS = 40  # 20 B IPv4 + 20 B TCP, without options
 TCP_MSS_DESIRED = 1220  # include/net/tcp.h
+ROUTE_MIN_ADVMSS = 256  # net.ipv4.route.min_adv_mss
 LOOPBACK_MTU = 65536  # lo's own MTU: TSO/GSO on, segments cross whole (clones)
 TS_OPTION_BYTES = 12  # the timestamps option, on every segment
 RTO_MIN_NS = 200_000_000  # TCP_RTO_MIN
@@ -64,8 +67,10 @@ class TcpSock:
         self.iteration = iteration  # labels the events; the scripts move it on per round
         self.counting = counting  # False on the unmeasured warm-up: no TcpExt counters
         self.state = TcpState.LISTEN if side == "server" else TcpState.CLOSED
-        self.advmss = min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS
-        self.mss_base = self.advmss - TS_OPTION_BYTES  # from the MTU and the peer's MSS option
+        # ipv4_default_advmss: the MSS option is at least the route's min_adv_mss (256)
+        self.advmss = max(min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS, ROUTE_MIN_ADVMSS)
+        self.pmtu_mss = min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS  # tcp_mtu_to_mss
+        self.mss_base = self.pmtu_mss - TS_OPTION_BYTES  # from the MTU and the peer's option
         self.max_window = 0  # the largest window the peer offered (tp->max_window)
         # the send side
         self.nodelay = nodelay
@@ -127,7 +132,7 @@ class TcpSock:
         Before any data, tcp_initialize_rcv_mss (run as the connection is
         established) guesses rcv_mss from the MSS in use as well.
         """
-        self.mss_base = min(self.advmss, peer_mss_option) - TS_OPTION_BYTES
+        self.mss_base = min(self.pmtu_mss, peer_mss_option) - TS_OPTION_BYTES
         if self.ack.ato == 0:
             self.ack.rcv_mss = self._initial_rcv_mss()
 
