@@ -1,8 +1,9 @@
 """The differential fuzzer in the suite: random settings, the model against the kernel.
 
 A small fixed-seed set runs with the README's test command; `-m fuzz` runs a
-larger one (TFOLAB_FUZZ_SEED, TFOLAB_FUZZ_CASES, TFOLAB_FUZZ_BUDGET_S; CI sets
-them) and prints the figures. Every case must agree with the kernel packet
+larger one (TFOLAB_FUZZ_SEED, TFOLAB_FUZZ_CASES, TFOLAB_FUZZ_BUDGET_S, and
+TFOLAB_FUZZ_BACKEND and TFOLAB_FUZZ_TIMING=off for CI's emulated VM) and
+prints the figures. Every case must agree with the kernel packet
 for packet, or be refused up front with one line; a failure is shrunk and
 reported as the one `tfolab run` command that reproduces it.
 """
@@ -48,8 +49,9 @@ def test_a_larger_budget(delaying_machine: LabMachine) -> None:
     count = int(os.environ.get("TFOLAB_FUZZ_CASES", "60"))
     budget = float(os.environ.get("TFOLAB_FUZZ_BUDGET_S", "900"))
     backend = os.environ.get("TFOLAB_FUZZ_BACKEND", "auto")
+    timing = os.environ.get("TFOLAB_FUZZ_TIMING", "on") != "off"
     started = time.monotonic()
-    figures = explore(seed, count, backend=backend, budget_s=budget)
+    figures = explore(seed, count, backend=backend, budget_s=budget, timing=timing)
     print_figures(figures)
     assert figures["cases"], f"no case ran within {budget} s"
     failures = figures["failures"]

@@ -246,15 +246,23 @@ def test_the_mss_is_bounded_to_half_the_peers_largest_window() -> None:
     assert data == [(32768, False), (1254, True)]
 
 
-def test_at_los_mtu_segments_are_clones_and_never_coalesce() -> None:
-    """skb_try_coalesce refuses a cloned `to`: at MTU 65536 the receiver queues the
-    sender's clone, so the second segment charges its own skb (window 91, not 92)."""
-    big = RcvSpace(receive_memory_for((6, 18), 131072, 32 << 20), 10, 65495, coalesce=False)
-    small = RcvSpace(receive_memory_for((6, 18), 131072, 32 << 20), 10, 65495)
-    for space in (big, small):
-        space.queue(32768, 536)
-        space.queue(1254, 32768)
-    assert big.rmem - small.rmem == receive_memory_for((6, 18), 131072, 32 << 20).skb_head_truesize
+def test_only_a_fresh_tail_skb_grows_by_coalescing() -> None:
+    """skb_try_coalesce refuses a cloned `to`: the sender's clone (one segment, or any at
+    lo's MTU) starts a tail nothing joins; segments cut in software coalesce. Captured:
+    34022 B at MTU 65536 (window 91, not 92) and 15409 B at MTU 5504 (91, not 92)."""
+    rules = receive_memory_for((6, 18), 131072, 32 << 20)
+    clones = RcvSpace(rules, 10, 65495)
+    cut = RcvSpace(rules, 10, 65495)
+    clones.queue(32768, 536, fresh=False)
+    clones.queue(1254, 32768, fresh=False)
+    cut.queue(32768, 536, fresh=True)
+    cut.queue(1254, 32768, fresh=True)
+    assert clones.rmem - cut.rmem == rules.skb_head_truesize
+    window = [
+        s.window for s in _segments("fastopen", "no-cookie", 5, mtu=5504, request_bytes=15409)
+        if s.sender == "client" and "FIN" in s.flags
+    ]  # fmt: skip
+    assert window == [91]
 
 
 def test_below_mtu_296_the_mss_option_is_the_routes_minimum() -> None:

@@ -57,6 +57,7 @@ def transmit(
     race: bool = False,
     window_alternatives: tuple[int, ...] = (),
     new_skb: bool = True,
+    fresh: bool = False,
 ) -> int:
     """Put one segment on the link and record it; returns the Segment event's id.
 
@@ -110,6 +111,7 @@ def transmit(
         event.id,
         what,
         window=offered,
+        fresh=fresh,
     )
     env.transmit(wire, arrival)
     if ack is not None:
@@ -273,6 +275,7 @@ def push(
             cause=cause,
             caused_by=caused_by,
             new_skb=first_of_skb,
+            fresh=sock.software_gso and not (first_of_skb and ends_skb),
         )
         sock.flights.append(Flight(seq, seq + n, now, force_first, event_id))
         if n < sock.mss_cache and not force_first:

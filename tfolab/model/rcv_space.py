@@ -22,9 +22,12 @@ Rules, each after the kernel function it names (times do not matter here):
 - `queue` (tcp_queue_rcv, tcp_try_coalesce, tcp_measure_rcv_mss,
   tcp_grow_window): a segment charges its truesize (payload + the skb head
   the sender allocated); a segment joining an unread tail skb is coalesced and
-  charges its payload only, unless it is a clone: at loopback's own MTU the
-  receiver queues the sender's cloned skb, and skb_try_coalesce refuses a
-  cloned `to` (6.1 and 6.18), so each segment charges its whole truesize.
+  charges its payload only, but only when that tail is a fresh skb:
+  skb_try_coalesce refuses a cloned `to` (6.1 and 6.18), and on loopback the
+  receiver queues the sender's own clone unless the skb was cut in software
+  (skb_segment, a GSO packet of several segments with GSO off below lo's
+  MTU). So a single-segment packet, and every packet at lo's MTU, starts a
+  tail nothing coalesces into.
   After it, the ratio may be re-measured (scaling era) and rcv_ssthresh
   grows by up to two MSS while memory allows; a growth grants one quick ACK
   (icsk_ack.quick |= 1).
@@ -86,10 +89,8 @@ class RcvSpace:
     advmss: int
     rcvbuf: int = 0
     rmem: int = 0  # sk_rmem_alloc: truesize of what the application has not read
-    tail_unread: bool = False  # a queued skb a new segment may coalesce into
-    # segments arrive as fresh skbs cut in software (lo below its own MTU, GSO off),
-    # which tcp_try_coalesce may merge; at lo's MTU each is a clone of the sender's skb
-    coalesce: bool = True
+    tail_unread: bool = False  # an unread skb at the queue's tail
+    tail_fresh: bool = False  # ... that is no clone, so tcp_try_coalesce may grow it
     ratio: int = DEFAULT_SCALING_RATIO
     window_clamp: int = 0
     rcv_ssthresh: int = 0
@@ -135,25 +136,34 @@ class RcvSpace:
             self.window_clamp = max(2 * self.advmss, maxwin - self.advmss)
         self.rcv_ssthresh = min(self.rcv_ssthresh, self.window_clamp)
 
-    def queue(self, length: int, rcv_mss: int) -> bool:
+    def queue(
+        self, length: int, rcv_mss: int, *, fresh: bool = True, measured: int | None = None
+    ) -> bool:
         """A data segment of `length` joined the receive queue; True if it grants a quick ACK.
 
-        `rcv_mss` is icsk_ack.rcv_mss before tcp_measure_rcv_mss sees this segment.
+        `rcv_mss` is icsk_ack.rcv_mss before tcp_measure_rcv_mss sees this segment,
+        `measured` after it (tcp_grow_window runs after the measurement);
+        `fresh`: the segment is a new skb (cut in software), not the sender's clone.
         """
         truesize = self.rules.skb_head_truesize + length
-        self.rmem += length if self.tail_unread and self.coalesce else truesize
+        if self.tail_unread and self.tail_fresh:
+            self.rmem += length  # coalesced into the tail
+        else:
+            self.rmem += truesize
+            self.tail_fresh = fresh
         self.tail_unread = True
         if self.rules.scaling_ratio and length >= rcv_mss and length != rcv_mss:
             ratio = max((length << TCP_RMEM_TO_WIN_SCALE) // truesize, 1)
             if ratio != self.ratio:
                 self.ratio = ratio
                 self._set_window_clamp(self.full_space())
-        return length >= 128 and self._grow_window(length, truesize)
+        return length >= 128 and self._grow_window(length, truesize, measured or rcv_mss)
 
     def charge(self, length: int) -> None:
         """tcp_fastopen_add_skb: a SYN's data is queued without the data-receive path."""
         self.rmem += self.rules.skb_head_truesize + length
         self.tail_unread = True
+        self.tail_fresh = False  # the SYN's own (cloned) skb
 
     def read_all(self) -> None:
         self.rmem = 0
@@ -241,7 +251,7 @@ class RcvSpace:
         else:
             self.rcv_ssthresh = max(min(self.rcv_wnd, new), self.rcv_ssthresh)
 
-    def _grow_window(self, length: int, truesize: int) -> bool:
+    def _grow_window(self, length: int, truesize: int, rcv_mss: int) -> bool:
         """tcp_grow_window: raise rcv_ssthresh while the memory would allow it."""
         room = min(self.window_clamp, self.space()) - self.rcv_ssthresh
         if room <= 0:
@@ -249,19 +259,20 @@ class RcvSpace:
         if self.win_from_space(truesize) <= length:
             incr = 2 * self.advmss
         else:
-            incr = self._grow_step(length, truesize)
+            incr = self._grow_step(length, truesize, rcv_mss)
         if not incr:
             return False
         self.rcv_ssthresh += min(room, max(incr, 2 * length))
         return True
 
-    def _grow_step(self, length: int, truesize: int) -> int:
-        """__tcp_grow_window: a segment with much overhead may still grow a small window."""
+    def _grow_step(self, length: int, truesize: int, rcv_mss: int) -> int:
+        """__tcp_grow_window: a segment with much overhead may still grow a small window,
+        by two of icsk_ack.rcv_mss (not advmss: 10904, not 10928, at MTU 5504)."""
         scaled = self.win_from_space(truesize) >> 1
         window = self.win_from_space(self.rules.rmem_max) >> 1
         while self.rcv_ssthresh <= window:
             if scaled <= length:
-                return 2 * self.advmss
+                return 2 * rcv_mss
             scaled >>= 1
             window >>= 1
         return 0

@@ -105,7 +105,9 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
     text = rules.event_data_recv(
         sock.ack, sock.jiffies(now), sock.rto_jiffies(), sock.rspace.rcv_wnd
     )
-    if sock.rspace.queue(len(wire.payload), rcv_mss_before):
+    if sock.rspace.queue(
+        len(wire.payload), rcv_mss_before, fresh=wire.fresh, measured=sock.ack.rcv_mss
+    ):
         sock.ack.quick |= 1  # tcp_grow_window grew rcv_ssthresh
     if text:
         sock.note(now, f"{sock.side}: {text}", wire.event_id, "tcp_event_data_recv")

@@ -97,7 +97,10 @@ class TcpSock:
         self.fin_received = False
         self.fin_read = False  # the application's recv() returned end of file
         self.ack = AckState(rcv_mss=self._initial_rcv_mss())
-        self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss, coalesce=mtu < LOOPBACK_MTU)
+        self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss)
+        # below lo's MTU the lab turns GSO off: a packet of several segments is cut in
+        # software (skb_segment) into fresh skbs; one segment, or any at lo's MTU, is a clone
+        self.software_gso = mtu < LOOPBACK_MTU
         self.rspace.initial_window(peer_timestamps_seen=side == "server")
         self.rspace.init_buffer_space()  # as the connection is established
         # tcp_add_backlog: while the application holds the socket (a read that

@@ -42,6 +42,8 @@ class Wire:
     stale: bool = False
     # the window it offers, in bytes: a SYN's or SYN-ACK's as sent, later ones scaled
     window: int = 0
+    # a fresh skb cut from a GSO packet in software, not the sender's clone (rcv_space.py)
+    fresh: bool = False
 
     @property
     def syn(self) -> bool:
