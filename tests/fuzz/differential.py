@@ -32,7 +32,15 @@ PASSING = ("agreed", "refused")
 MAX_SHRINK_RUNS = 25
 # Reasons that belong to a real run alone (the machine's delay backend, a setting only
 # the model can honour), which `simulate` has no part in.
-RUN_ONLY_REASONS = ("backend", "NFQUEUE", "netem", "namespace", "permission", "model-only")
+RUN_ONLY_REASONS = (
+    "backend",
+    "NFQUEUE",
+    "netem",
+    "namespace",
+    "permission",
+    "model-only",
+    "this kernel has no",
+)
 
 
 @dataclass

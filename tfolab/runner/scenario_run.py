@@ -99,7 +99,8 @@ def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     elif config.pingpong_thresh != 1:
         raise UserError(
             "this kernel has no net.ipv4.tcp_pingpong_thresh sysctl",
-            "drop the pingpong_thresh setting (it needs Linux 6.x)",
+            "drop the pingpong_thresh setting (the sysctl exists since Linux 6.5; "
+            "before, the threshold is built in)",
         )
 
 
