@@ -282,3 +282,34 @@ def test_a_pure_ack_wakes_no_application() -> None:
     reads = [e for e in sim.events if isinstance(e, AppCall) and e.side == "server"
              and e.call == "read" and e.iteration == 2]  # fmt: skip
     assert reads[0].detail.startswith("16 B")
+
+
+def test_with_timestamps_the_advmss_that_grows_the_window_is_12_bytes_less() -> None:
+    """tp->advmss -= TCPOLEN_TSTAMP_ALIGNED at establishment, so tcp_grow_window adds
+    2 x 1448, not 2 x 1460, at MTU 1500. Measured with `ss -i` on 6.18 (delack/cork,
+    second_write_bytes=1448, pingpong_thresh 3, D = 0): rcv_ssthresh 65160, 68056,
+    70952, 73848, 76744; the ACK of round 4 offers window 75, not 76."""
+    config = dataclasses.replace(
+        scenario("delack", "cork").config, second_write_bytes=1448, mtu=1500, pingpong_thresh=3
+    )
+    sim = simulate(
+        config, one_way_delay_ms=0, iterations=4, receive_space_bytes=32 << 20,
+        receive_memory=HOST_618,
+    )  # fmt: skip
+    acks = [
+        e.window for e in sim.events
+        if isinstance(e, Segment) and e.sender == "server" and e.iteration == 4 and not e.length
+    ]  # fmt: skip
+    assert acks and set(acks) == {75}
+
+
+def test_a_clone_coalesces_once_its_sender_freed_it() -> None:
+    """skb_cloned(to) is true only while the sender's retransmit queue holds the data:
+    once the ACK covering it is processed there, the next segment joins it (ss -m: r2290
+    for 1448 + 10 bytes in quick-ACK rounds, r3122 when the ACK was held)."""
+    rules = receive_memory_for((6, 18), 131072, 32 << 20)
+    space = RcvSpace(rules, 10, 1448)
+    space.queue(1448, 536, fresh=False, end=1449)
+    space.release_tail(1449)
+    space.queue(10, 1448, fresh=False, end=1459)
+    assert space.rmem == rules.skb_head_truesize + 1458

@@ -76,6 +76,7 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
     """tcp_rcv_synsent_state_process: a SYN-ACK arrives at the client in SYN_SENT."""
     if not (wire.syn and "ACK" in wire.flags) or wire.ack is None:
         return
+    sock.timestamps_on()  # saw_tstamp: tp->advmss -= TCPOLEN_TSTAMP_ALIGNED, first
     if wire.mss_option is not None:
         sock.clamp_mss(wire.mss_option)
     sock.peer_window(wire.window)  # tp->max_window = snd_wnd, then tcp_sync_mss
@@ -86,6 +87,7 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
     sock.rcv_nxt = wire.seq + 1
     sock.rcv_wup = sock.rcv_nxt
     sock.move(TcpEvent.RECV_SYNACK)
+    sock.rspace.init_buffer_space()  # tcp_finish_connect -> tcp_init_transfer
     sock.ack.lrcvtime = sock.jiffies(now)
     cause = "SYN-ACK arrived"
     plan = sock.syn_plan
@@ -186,5 +188,6 @@ def accept_syn(
 def ack_of_synack(sock: TcpSock) -> None:
     """The ACK of the SYN-ACK: ESTABLISHED; a Fast Open child leaves the TFO queue."""
     sock.move(TcpEvent.RECV_ACK_OF_SYN)
+    sock.timestamps_on()
     if sock.tfo_child and sock.fastopen_queue is not None:
         sock.fastopen_queue.pending -= 1

@@ -350,6 +350,7 @@ class World:
             counting=conn.counting,
         )
         conn.server = server
+        server.sock.peer, conn.client.sock.peer = conn.client.sock, server.sock
         script = ServerScript(server, cfg, self.app if conn.counting else None)
         conn.server_script = script
         server.accept_syn(now, wire, decision, self.fastopen)

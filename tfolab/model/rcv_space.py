@@ -27,7 +27,9 @@ Rules, each after the kernel function it names (times do not matter here):
   receiver queues the sender's own clone unless the skb was cut in software
   (skb_segment, a GSO packet of several segments with GSO off below lo's
   MTU). So a single-segment packet, and every packet at lo's MTU, starts a
-  tail nothing coalesces into.
+  tail nothing coalesces into, until the sender frees its copy: once the
+  ACK covering it is processed there (tcp_clean_rtx_queue), the clone is
+  the data's only user and coalescing works (`release_tail`).
   After it, the ratio may be re-measured (scaling era) and rcv_ssthresh
   grows by up to two MSS while memory allows; a growth grants one quick ACK
   (icsk_ack.quick |= 1).
@@ -91,6 +93,7 @@ class RcvSpace:
     rmem: int = 0  # sk_rmem_alloc: truesize of what the application has not read
     tail_unread: bool = False  # an unread skb at the queue's tail
     tail_fresh: bool = False  # ... that is no clone, so tcp_try_coalesce may grow it
+    tail_end: int = 0  # the sequence number just past that skb
     ratio: int = DEFAULT_SCALING_RATIO
     window_clamp: int = 0
     rcv_ssthresh: int = 0
@@ -136,8 +139,19 @@ class RcvSpace:
             self.window_clamp = max(2 * self.advmss, maxwin - self.advmss)
         self.rcv_ssthresh = min(self.rcv_ssthresh, self.window_clamp)
 
+    def release_tail(self, peer_snd_una: int) -> None:
+        """The sender has freed everything below peer_snd_una: a clone there is no clone."""
+        if self.tail_unread and peer_snd_una >= self.tail_end:
+            self.tail_fresh = True
+
     def queue(
-        self, length: int, rcv_mss: int, *, fresh: bool = True, measured: int | None = None
+        self,
+        length: int,
+        rcv_mss: int,
+        *,
+        fresh: bool = True,
+        measured: int | None = None,
+        end: int = 0,
     ) -> bool:
         """A data segment of `length` joined the receive queue; True if it grants a quick ACK.
 
@@ -152,6 +166,7 @@ class RcvSpace:
             self.rmem += truesize
             self.tail_fresh = fresh
         self.tail_unread = True
+        self.tail_end = end
         if self.rules.scaling_ratio and length >= rcv_mss and length != rcv_mss:
             ratio = max((length << TCP_RMEM_TO_WIN_SCALE) // truesize, 1)
             if ratio != self.ratio:

@@ -105,8 +105,14 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
     text = rules.event_data_recv(
         sock.ack, sock.jiffies(now), sock.rto_jiffies(), sock.rspace.rcv_wnd
     )
+    if sock.peer is not None:
+        sock.rspace.release_tail(sock.peer.snd_una)
     if sock.rspace.queue(
-        len(wire.payload), rcv_mss_before, fresh=wire.fresh, measured=sock.ack.rcv_mss
+        len(wire.payload),
+        rcv_mss_before,
+        fresh=wire.fresh,
+        measured=sock.ack.rcv_mss,
+        end=sock.rcv_nxt,
     ):
         sock.ack.quick |= 1  # tcp_grow_window grew rcv_ssthresh
     if text:

@@ -102,12 +102,18 @@ class TcpSock:
         # software (skb_segment) into fresh skbs; one segment, or any at lo's MTU, is a clone
         self.software_gso = mtu < LOOPBACK_MTU
         self.rspace.initial_window(peer_timestamps_seen=side == "server")
-        self.rspace.init_buffer_space()  # as the connection is established
+        if side == "server":
+            # tcp_init_transfer runs as the child is made (before its advmss loses the
+            # timestamps); the client's runs at the SYN-ACK, after (timestamps_on)
+            self.rspace.init_buffer_space()
         # tcp_add_backlog: while the application holds the socket (a read that
         # only just ran), segments of one burst may be merged into one
         self.app_busy_until_ns = -1  # the application may hold the socket lock until then
         self.more_in_burst = False  # the segment being received is not its burst's last
         self.burst = Burst()  # the data segments of the burst being received (burst.py)
+        # the other end, where the loop made both: whose retransmit queue still holds
+        # (and so keeps cloned) the skbs this socket received (rcv_space.py)
+        self.peer: TcpSock | None = None
         self.delack_fire_ns: int | None = None  # when the armed delayed-ACK timer fires
         self.delack_event: int | None = None  # the Timer event that armed it
         self.delack_armed_ns = 0  # when it was armed
@@ -148,6 +154,13 @@ class TcpSock:
         if cutoff and self.mss_base > cutoff:
             return max(cutoff, 68 - (20 + TS_OPTION_BYTES))
         return self.mss_base
+
+    def timestamps_on(self) -> None:
+        """tp->advmss -= TCPOLEN_TSTAMP_ALIGNED once the connection uses timestamps
+        (tcp_rcv_synsent_state_process; tcp_rcv_state_process in SYN_RECV): the advmss
+        that tcp_grow_window, tcp_measure_rcv_mss and tcp_init_buffer_space use."""
+        self.advmss -= TS_OPTION_BYTES
+        self.rspace.advmss = self.advmss
 
     def peer_window(self, window: int) -> None:
         """tcp_ack_update_window (and the handshake): a larger offer re-syncs the MSS."""
