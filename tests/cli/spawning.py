@@ -22,8 +22,12 @@ import pytest
 from tfolab.runner import client
 
 
-class Spawned(AssertionError):
-    """A runner was about to start: the test has failed."""
+class Spawned(BaseException):
+    """A runner was about to start: the test has failed.
+
+    A BaseException, like KeyboardInterrupt, so that the CLI's internal-error
+    handler (exit 3, cli/crash.py) lets it through to the test.
+    """
 
 
 def record_spawns(monkeypatch: pytest.MonkeyPatch) -> list[object]:

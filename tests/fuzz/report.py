@@ -19,7 +19,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.fuzz.differential import Outcome, run_case, shrink
+from tests.fuzz.differential import Outcome, run_judged, shrink
 from tests.fuzz.space import Case, cases
 
 
@@ -42,12 +42,19 @@ def explore(
     started = time.monotonic()
     results: list[tuple[Case, Outcome]] = []
     failures = []
+    repeats: list[dict[str, object]] = []
     for case in cases(seed, count):
         if time.monotonic() - started > budget_s:
             break
-        outcome = run_case(case, backend, timing=timing)
+        outcome, repeated = run_judged(case, backend, timing=timing)
         results.append((case, outcome))
-        print(f"{outcome.kind:9} {outcome.seconds:5.1f} s  {case.command()}", flush=True)
+        again = ""
+        if repeated is not None:
+            again = " (a timing-only miss, repeated)"
+            repeats.append(
+                {"command": case.command(), "first": repeated.detail[:3], "then": outcome.kind}
+            )
+        print(f"{outcome.kind:9} {outcome.seconds:5.1f} s  {case.command()}{again}", flush=True)
         if not outcome.passed and outcome.kind != "unchecked":
             small, small_outcome, runs = (
                 shrink(case, outcome, backend, timing=timing) if shrinking else (case, outcome, 0)
@@ -83,6 +90,7 @@ def explore(
             "settings": dict(Counter(k for case, _ in results for k, _ in case.settings)),
         },
         "failures": failures,
+        "timing_repeats": repeats,
     }
 
 
@@ -91,6 +99,10 @@ def print_figures(figures: dict[str, object]) -> None:
           f"of {figures['asked']} in {figures['seconds']} s")  # fmt: skip
     print(f"outcomes: {figures['outcomes']}")
     print(f"races named / used: {figures['races']}")
+    repeated = list(figures["timing_repeats"])  # type: ignore[call-overload]
+    print(f"timing-only misses repeated: {len(repeated)}")
+    for repeat in repeated:
+        print(f"  {repeat['command']} -> {repeat['then']}: {repeat['first'][0]}")
     print(f"ranges: {figures['ranges']}")
     print("refused, by reason:")
     for reason, n in dict(figures["refusals"]).items():  # type: ignore[call-overload]

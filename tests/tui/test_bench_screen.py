@@ -39,7 +39,7 @@ async def test_b_opens_the_bench_and_its_plots_render_a_result(make_app) -> None
         await pilot.press("g")
         await pilot.pause()
         assert isinstance(app.screen, GuideScreen)
-        assert "never exceeds it" in app.screen.lab.guide_text()
+        assert "Why the gain tends to 100%" in app.screen.lab.guide_text()
 
 
 async def test_bad_input_is_refused_in_the_banner_and_nothing_runs(make_app) -> None:
