@@ -319,7 +319,7 @@ def check_run(planned: list[PlannedScenario], delay_ms: float, backend: str) -> 
     if any(p.config.pingpong_thresh != 1 for p in planned) and not os.path.exists(PINGPONG_SYSCTL):
         raise UserError(
             "this kernel has no net.ipv4.tcp_pingpong_thresh sysctl",
-            "drop the pingpong_thresh setting (the sysctl exists since Linux 6.5; "
+            "drop the pingpong_thresh setting (the sysctl exists since Linux 6.7; "
             "before, the threshold is built in)",
         )
     return likely

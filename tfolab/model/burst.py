@@ -6,7 +6,7 @@ wakes the application blocked in read() on that socket. Each later segment
 is processed either in the softirq, before the woken reader takes the socket
 lock, and then ACKed on its own (quick-ACK mode, or two full segments), or
 after it, in the socket's backlog, where Linux 6.1's tcp_add_backlog
-coalesces it with the next and from 6.8 __tcp_ack_snd_check defers its ACK
+coalesces it with the next and from 6.7 __tcp_ack_snd_check defers its ACK
 to tcp_release_cb (TCP_ACK_DEFERRED): then one ACK covers the rest of the
 burst. Who wins is the host's scheduling, at any delay: measured at D = 2 ms,
 MTU 576, six request segments 3 us apart drew ACKs for the first three and

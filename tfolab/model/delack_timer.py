@@ -19,7 +19,7 @@ themselves are delack.py's, this module applies them to one socket):
   when the segment is not the last of its burst and the application called
   into this socket (connect, write, read) within its reaction time: woken,
   it may hold the socket lock, and segments that arrive meanwhile wait in its
-  backlog. Linux 6.1 may coalesce them there (tcp_add_backlog), and from 6.8
+  backlog. Linux 6.1 may coalesce them there (tcp_add_backlog), and from 6.7
   __tcp_ack_snd_check defers the ACK of a segment processed from the backlog
   to tcp_release_cb (TCP_ACK_DEFERRED): either way one ACK may cover both.
   Whether the lock is held at that instant is the race. With a delay the
@@ -57,14 +57,14 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
                 "; but a race (D = 0): the application was in a call on this socket at that "
                 "moment (a read, or a write it now waits behind), and segments that arrive "
                 "while it holds the socket wait in its backlog, where Linux 6.1's "
-                "tcp_add_backlog may merge this one with the next, and 6.8+ defers the ACK "
+                "tcp_add_backlog may merge this one with the next, and 6.7+ defers the ACK "
                 "to tcp_release_cb (TCP_ACK_DEFERRED): then one ACK covers both"
             )
         elif woken:
             text += (
                 "; but a race: the burst's first segment woke the reader, and once it holds "
                 "the socket the rest of the burst waits in its backlog, where Linux 6.1's "
-                "tcp_add_backlog merges it and 6.8+ defers its ACK to tcp_release_cb "
+                "tcp_add_backlog merges it and 6.7+ defers its ACK to tcp_release_cb "
                 "(TCP_ACK_DEFERRED): then one ACK covers the rest of the burst"
             )
         merged = (

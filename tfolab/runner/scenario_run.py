@@ -99,7 +99,7 @@ def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     elif config.pingpong_thresh != 1:
         raise UserError(
             "this kernel has no net.ipv4.tcp_pingpong_thresh sysctl",
-            "drop the pingpong_thresh setting (the sysctl exists since Linux 6.5; "
+            "drop the pingpong_thresh setting (the sysctl exists since Linux 6.7; "
             "before, the threshold is built in)",
         )
 

@@ -94,17 +94,29 @@ class TfolabApp(App[None]):
         if not isinstance(self.screen, BenchScreen):
             self.push_screen(BenchScreen())
 
+    def _fatal_error(self) -> None:
+        # Textual's handler for a bug in the app: close without printing its traceback;
+        # run_app() raises the error again for the one line and the crash file (exit 3).
+        self._close_messages_no_wait()
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
 
 def run_app(*, demo: bool = False) -> int:
-    """`tfolab` without a command: the UI. Exit code 2 if the labs cannot be read."""
+    """`tfolab` without a command: the UI. Exit code 2 if the labs cannot be read.
+
+    An exception Textual caught in the app is raised again here, so the CLI's
+    internal-error handler (tfolab.cli.crash) reports it as for any command.
+    """
     try:
         app = TfolabApp(demo=demo)
     except UserError as err:
         print(f"tfolab: {err.one_line()}", file=sys.stderr)
         return 2
     app.run()
+    error = getattr(app, "_exception", None)  # what Textual caught: a bug of ours
+    if isinstance(error, Exception):
+        raise error  # tfolab.cli.main reports it: one line, a crash file, exit 3
     return 0
