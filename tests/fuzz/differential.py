@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.fuzz.space import Case
@@ -164,20 +165,34 @@ def _check_simulate_agrees(case: Case, outcome: Outcome) -> None:
 
 
 def shrink(
-    case: Case, failed: Outcome, backend: str = "auto", *, timing: bool = True
+    case: Case,
+    failed: Outcome,
+    backend: str = "auto",
+    *,
+    timing: bool = True,
+    simpler: Callable[[Case], list[Case]] | None = None,
+    same: Callable[[Outcome], bool] | None = None,
+    runs: int = 0,
 ) -> tuple[Case, Outcome, int]:
-    """The smallest case that still fails the same way: (case, its outcome, re-runs used)."""
-    runs = 0
+    """The smallest case that still fails the same way: (case, its outcome, re-runs used).
+
+    `simpler` gives the candidates one step simpler (default: drop a setting,
+    lower the delay or the iterations); `same` says a candidate failed the
+    same way (default: the same kind); `runs` already spent count against
+    MAX_SHRINK_RUNS.
+    """
+    simpler = simpler or _simpler
+    same = same or (lambda outcome: outcome.kind == failed.kind)
     best, best_outcome = case, failed
     changed = True
     while changed and runs < MAX_SHRINK_RUNS:
         changed = False
-        for candidate in _simpler(best):
+        for candidate in simpler(best):
             if runs >= MAX_SHRINK_RUNS:
                 break
             runs += 1
             outcome = run_case(candidate, backend, timing=timing)
-            if outcome.kind == failed.kind:
+            if same(outcome):
                 best, best_outcome, changed = candidate, outcome, True
                 break
     return best, best_outcome, runs

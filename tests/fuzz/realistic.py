@@ -19,13 +19,11 @@ often one no link has. This space aims where the model's domain ends:
   iterations.
 - The same seed gives the same cases.
 
-As a script it runs the cases through report.py's loop (same flags, same
-figures and JSON) and adds each field's drawn range:
+As a script it is report.py with `--space realistic` (same flags, figures
+and JSON, each field's drawn range included):
 
-    python tests/fuzz/realistic.py --seed S --cases N [--space realistic|uniform]
+    python tests/fuzz/realistic.py --seed S --cases N
         [--backend auto|netem|nfqueue] [--budget-s T] [--no-shrink] [--json FILE]
-
-`--space uniform` runs space.py's cases instead (only the ranges are new).
 The shrinker here (`shrink_all`) adds to differential.shrink a pass that
 moves each numeric setting toward its lab default while the case fails the
 same way (same kind, same first sentence once numbers are blanked).
@@ -39,15 +37,13 @@ import random
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from unittest import mock
 
 if __package__ in (None, ""):  # run as a script: make `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.fuzz import differential, report, space
-from tests.fuzz.differential import MAX_SHRINK_RUNS, Outcome, run_case
+from tests.fuzz import differential, space
+from tests.fuzz.differential import Outcome
 from tests.fuzz.space import Case, setting_names
 from tfolab.lab.catalog import Lab, load_labs
 from tfolab.model.domain import MAX_HANDSHAKE_DELAY_MS, mss_in_use
@@ -160,9 +156,7 @@ def draw(rng: random.Random, labs: list[Lab]) -> Case:
 
 
 def realistic_cases(seed: int, count: int) -> list[Case]:
-    rng = random.Random(seed)
-    labs = sorted(load_labs(), key=lambda lab: lab.name)
-    return [draw(rng, labs) for _ in range(count)]
+    return space.cases(seed, count, draw)
 
 
 # --- shrinking numbers toward the lab's default --------------------------------
@@ -206,17 +200,15 @@ def shrink_all(
     """differential.shrink, then numbers toward the lab default, within MAX_SHRINK_RUNS."""
     best, best_outcome, runs = differential.shrink(case, failed, backend, timing=timing)
     wanted = shape(failed)
-    changed = True
-    while changed and runs < MAX_SHRINK_RUNS:
-        changed = False
-        for candidate in _toward_default(best):
-            if runs >= MAX_SHRINK_RUNS:
-                break
-            runs += 1
-            outcome = run_case(candidate, backend, timing=timing)
-            if shape(outcome) == wanted:
-                best, best_outcome, changed = candidate, outcome, True
-                break
+    best, best_outcome, runs = differential.shrink(
+        best,
+        best_outcome,
+        backend,
+        timing=timing,
+        simpler=_toward_default,
+        same=lambda outcome: shape(outcome) == wanted,
+        runs=runs,
+    )
     print(f"  shrunk in {runs} runs: {best.command()}", flush=True)
     return best, best_outcome, runs
 
@@ -264,49 +256,7 @@ def print_ranges(ranges: dict[str, object]) -> None:
         print(f"  {name:32} {drawn}")
 
 
-def main() -> int:
-    which = "realistic"
-    argv = sys.argv[1:]
-    if "--space" in argv:
-        at = argv.index("--space")
-        which = argv[at + 1]
-        del argv[at : at + 2]
-    if which not in ("realistic", "uniform"):
-        print("--space wants realistic or uniform", file=sys.stderr)
-        return 2
-    generator = realistic_cases if which == "realistic" else space.cases
-    seed = int(argv[argv.index("--seed") + 1]) if "--seed" in argv else None
-    json_at = argv.index("--json") + 1 if "--json" in argv else None
-    with (
-        mock.patch.object(sys, "argv", [sys.argv[0], *argv]),
-        mock.patch.object(report, "cases", generator),
-        mock.patch.object(report, "shrink", shrink_all),
-        mock.patch.object(report, "print_figures", _printer(generator, seed)),
-    ):
-        code = report.main()
-    if json_at is not None and seed is not None:
-        import json
-
-        path = Path(argv[json_at])
-        figures = json.loads(path.read_text())
-        figures["space"] = which
-        figures["field_ranges"] = field_ranges(generator(seed, figures["cases"]))
-        path.write_text(json.dumps(figures, indent=1))
-    return code
-
-
-def _printer(
-    generator: Callable[[int, int], list[Case]], seed: int | None
-) -> Callable[[dict[str, object]], None]:
-    def print_figures(figures: dict[str, object]) -> None:
-        report_print(figures)
-        if seed is not None:
-            print_ranges(field_ranges(generator(seed, int(figures["cases"]))))  # type: ignore[call-overload]
-
-    return print_figures
-
-
-report_print = report.print_figures
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from tests.fuzz import report
+
+    sys.exit(report.main(sys.argv[1:], space="realistic"))

@@ -19,8 +19,15 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.fuzz import realistic
 from tests.fuzz.differential import Outcome, run_judged, shrink
 from tests.fuzz.space import Case, cases
+
+# Each settings space: how its cases are drawn, and how a failing one is shrunk.
+SPACES = {
+    "uniform": (cases, shrink),
+    "realistic": (realistic.realistic_cases, realistic.shrink_all),
+}
 
 
 def reason_group(reason: str) -> str:
@@ -38,12 +45,15 @@ def explore(
     budget_s: float = 1e9,
     shrinking: bool = True,
     timing: bool = True,
+    space: str = "uniform",
 ) -> dict[str, object]:
+    """Run `count` cases of `space` (SPACES) from `seed` and gather the figures."""
+    draw_cases, shrink_case = SPACES[space]
     started = time.monotonic()
     results: list[tuple[Case, Outcome]] = []
     failures = []
     repeats: list[dict[str, object]] = []
-    for case in cases(seed, count):
+    for case in draw_cases(seed, count):
         if time.monotonic() - started > budget_s:
             break
         outcome, repeated = run_judged(case, backend, timing=timing)
@@ -57,7 +67,9 @@ def explore(
         print(f"{outcome.kind:9} {outcome.seconds:5.1f} s  {case.command()}{again}", flush=True)
         if not outcome.passed and outcome.kind != "unchecked":
             small, small_outcome, runs = (
-                shrink(case, outcome, backend, timing=timing) if shrinking else (case, outcome, 0)
+                shrink_case(case, outcome, backend, timing=timing)
+                if shrinking
+                else (case, outcome, 0)
             )
             failures.append(
                 {
@@ -73,6 +85,7 @@ def explore(
     delays = [case.delay_ms for case, _ in results]
     return {
         "seed": seed,
+        "space": space,
         "backend": backend,
         "timing_judged": timing,
         "cases": len(results),
@@ -89,6 +102,7 @@ def explore(
             "labs": dict(Counter(case.lab for case, _ in results)),
             "settings": dict(Counter(k for case, _ in results for k, _ in case.settings)),
         },
+        "field_ranges": realistic.field_ranges([case for case, _ in results]),
         "failures": failures,
         "timing_repeats": repeats,
     }
@@ -104,6 +118,7 @@ def print_figures(figures: dict[str, object]) -> None:
     for repeat in repeated:
         print(f"  {repeat['command']} -> {repeat['then']}: {repeat['first'][0]}")
     print(f"ranges: {figures['ranges']}")
+    realistic.print_ranges(dict(figures["field_ranges"]))  # type: ignore[call-overload]
     print("refused, by reason:")
     for reason, n in dict(figures["refusals"]).items():  # type: ignore[call-overload]
         print(f"  {n:4}  {reason}")
@@ -114,8 +129,9 @@ def print_figures(figures: dict[str, object]) -> None:
             print(f"    {line}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None, *, space: str = "uniform") -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--space", default=space, choices=sorted(SPACES))
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--cases", type=int, default=40)
     parser.add_argument("--backend", default="auto", choices=["auto", "netem", "nfqueue"])
@@ -125,7 +141,7 @@ def main() -> int:
         "--no-timing", action="store_true", help="judge packets and counters, not times (CI's VM)"
     )
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     figures = explore(
         args.seed,
         args.cases,
@@ -133,6 +149,7 @@ def main() -> int:
         budget_s=args.budget_s,
         shrinking=not args.no_shrink,
         timing=not args.no_timing,
+        space=args.space,
     )
     print_figures(figures)
     if args.json:

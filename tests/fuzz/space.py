@@ -18,6 +18,7 @@ import dataclasses
 import math
 import random
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfolab.lab.catalog import Lab, load_labs
@@ -96,7 +97,11 @@ def draw(rng: random.Random, labs: list[Lab]) -> Case:
     )
 
 
-def cases(seed: int, count: int) -> list[Case]:
+Draw = Callable[[random.Random, list[Lab]], Case]
+
+
+def cases(seed: int, count: int, draw_one: Draw = draw) -> list[Case]:
+    """`count` cases from `seed`, each from `draw_one` (this space's, or another's)."""
     rng = random.Random(seed)
     labs = sorted(load_labs(), key=lambda lab: lab.name)
-    return [draw(rng, labs) for _ in range(count)]
+    return [draw_one(rng, labs) for _ in range(count)]

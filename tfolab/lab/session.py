@@ -34,6 +34,7 @@ from tfolab.model.scenario import (
     SettingError,
     parse_settings,
 )
+from tfolab.model.simulation import other_app_order
 from tfolab.runner import client
 from tfolab.runner.backends import (
     BACKEND_CHOICES,
@@ -119,8 +120,6 @@ class ScenarioResult:
     app: dict[str, int] = field(default_factory=dict)
     # (races the model named, races used: optional segments the kernel did not send)
     races: tuple[int, int] = (0, 0)
-    # at D = 0: the same scenario with applications woken at once run newest first
-    other_order: Simulation | None = None
 
     def compare_packets(self) -> None:
         """The capture against the model; at D = 0 against either order of two applications
@@ -138,7 +137,7 @@ class ScenarioResult:
 
         aligned, model = compare(self.simulation)
         named, used = packets.race_count(aligned, model)
-        other = self.other_order
+        other = other_app_order(self.simulation)
         if other is not None:
             named += 1
             other_aligned, other_model = compare(other)
@@ -391,17 +390,14 @@ def predict(
     scenarios = []
     for p in planned:
         try:
-            model_args: dict[str, Any] = {
-                "one_way_delay_ms": delay_ms,
-                "iterations": p.iterations,
-                "hz": hz,
-                "accuracy": accuracy_for(backend, realtime),
-                "receive_space_bytes": kernel.receive_space_bytes()[0],
-                "receive_memory": receive_memory(p.config.mtu, skb_heads or {}),
-            }
-            sim = simulate(p.config, **model_args)
-            other = (
-                simulate(p.config, **model_args, latest_app_first=True) if not delay_ms else None
+            sim = simulate(
+                p.config,
+                one_way_delay_ms=delay_ms,
+                iterations=p.iterations,
+                hz=hz,
+                accuracy=accuracy_for(backend, realtime),
+                receive_space_bytes=kernel.receive_space_bytes()[0],
+                receive_memory=receive_memory(p.config.mtu, skb_heads or {}),
             )
         except ValueError as err:
             raise UserError(f"scenario {p.name}: {err}", "check --delay and --set values") from None
@@ -409,10 +405,7 @@ def predict(
             Measurement(pred.i, None, pred.predicted_ms, pred.tolerance_ms)
             for pred in sim.predictions
         ]
-        differs = other is not None and other.events != sim.events
-        scenarios.append(
-            ScenarioResult(p, sim, measurements, other_order=other if differs else None)
-        )
+        scenarios.append(ScenarioResult(p, sim, measurements))
     return LabResult(lab.name, delay_ms, backend, kernel.kernel_release(), scenarios, hz=hz)
 
 

@@ -147,6 +147,25 @@ def simulate(
     )
 
 
+def other_app_order(sim: Simulation) -> Simulation | None:
+    """At D = 0, the same simulation with applications woken at once run the other way round;
+    None with a delay, or where the order changes nothing."""
+    if sim.one_way_delay_ms:
+        return None
+    other = simulate(
+        sim.config,
+        one_way_delay_ms=sim.one_way_delay_ms,
+        iterations=sim.iterations,
+        hz=sim.hz,
+        accuracy=sim.accuracy,
+        tick_phase_ms=sim.tick_phase_ms,
+        receive_space_bytes=sim.receive_space_bytes,
+        receive_memory=sim.receive_memory,
+        latest_app_first=not sim.latest_app_first,
+    )
+    return None if other.events == sim.events else other
+
+
 def _finite_number(value: object) -> float | None:
     """The value as a float if it is a finite int or float (never a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
