@@ -14,7 +14,8 @@ Rules (net/ipv4/tcp_output.c):
   cork (nagle.py); a segment that ends a write carries PSH; a small segment
   sent moves snd_sml (tcp_minshall_update). Consecutive segments form GSO
   skbs of at most pacing.tso_segs segments (tcp_tso_autosize, cut by
-  tcp_mss_split_point); the last segment of one with more than one segment
+  tcp_mss_split_point) and at most pacing.cwnd_quota (tcp_cwnd_test: half the
+  congestion window); the last segment of one with more than one segment
   carries the PSH __tcp_transmit_skb forces on GSO skbs.
 - `retransmit_syn_data` is tcp_rcv_fastopen_synack's tcp_xmit_retransmit_queue:
   tcp_send_syn_data left the SYN's data on the retransmit queue as one skb of
@@ -225,7 +226,14 @@ def push(
     sent = False
     max_segs = pacing.tso_segs(sock.mss_cache, sock.srtt_ns, sock.packets_out, sock.min_rtt_ns)
     in_skb = 0  # segments of the GSO skb being sent so far
+    skb_limit = 0  # the most segments this skb may take (tcp_cwnd_test, tcp_tso_autosize)
     while sock.unsent and sock.can_send_data():
+        if in_skb == 0:
+            quota = pacing.cwnd_quota(sock.packets_out)
+            if quota == 0:
+                sock.env.beyond_domain.append(_CWND_FULL)
+                break
+            skb_limit = quota if max_segs is None else min(quota, max_segs)
         n = min(sock.mss_cache, len(sock.unsent))
         last = n == len(sock.unsent)
         mode = nagle.SendMode(sock.nodelay, sock.cork, sock.msg_more, force_first)
@@ -248,17 +256,24 @@ def push(
         else:
             why = f"{name} ({n} B) leaves at once"
         in_skb += 1
+        if in_skb == 2 and sock.cwnd_grown_by is not None:
+            sock.env.beyond_domain.append(_cwnd_grown(sock.side, sock.cwnd_grown_by))
         first_of_skb = in_skb == 1
         ends_skb = (
             last
-            or in_skb == max_segs
+            or in_skb == skb_limit
             or _next_held(sock, seq, n, force_first, sock.packets_out + 1)
         )
         gso_psh = ends_skb and in_skb > 1
         if gso_psh and not last and not ends_a_write(sock.marks, seq + n):
+            cut_by = (
+                "tcp_cwnd_test gives one skb at most half the congestion window"
+                if max_segs is None or skb_limit < max_segs
+                else "tcp_tso_autosize cuts the write there"
+            )
             why += (
-                f"; PSH: the last of a {in_skb}-segment GSO packet (tcp_tso_autosize cuts the "
-                "write there; __tcp_transmit_skb forces PSH on GSO packets)"
+                f"; PSH: the last of a {in_skb}-segment GSO packet ({cut_by}; "
+                "__tcp_transmit_skb forces PSH on GSO packets)"
             )
         psh = last or ends_a_write(sock.marks, seq + n) or gso_psh
         if ends_skb:
@@ -282,10 +297,27 @@ def push(
             sock.snd_sml = seq + n  # tcp_minshall_update
         force_first = False
         sent = True
+    sock.max_packets_out = max(sock.max_packets_out, sock.packets_out)  # tcp_cwnd_validate
     if not sock.unsent and sock.fin_requested and not sock.fin_sent:
         _send_fin(sock, now, cause, caused_by)
         sent = True
     return sent
+
+
+_CWND_FULL = (
+    "a sender filled its initial congestion window of "
+    f"{pacing.TCP_INIT_CWND} segments with data still to send (tcp_cwnd_test): the wait "
+    "for its ACKs needs the congestion-window model"
+)
+
+
+def _cwnd_grown(side: str, flight: int) -> str:
+    return (
+        f"the {side}'s congestion window grew in slow start after a flight of {flight} "
+        f"segments (more than half of {pacing.TCP_INIT_CWND}: tcp_is_cwnd_limited, "
+        "tcp_slow_start), and a later packet of several segments depends on the grown window: "
+        "that needs the congestion-window model"
+    )
 
 
 def _hold(

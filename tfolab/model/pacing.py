@@ -23,8 +23,16 @@ kernel's own formula, so the cut is predictable:
   skb's last segment: the 1448-byte second segment of that response carries
   PSH although no write ends there.
 
-cwnd is TCP_INIT_CWND throughout: no lab loses a segment or fills a window
-(the domain, scenario.py, keeps every flight within it).
+- `cwnd_quota` (tcp_cwnd_test, 6.1 and 6.18 alike): one GSO skb takes at
+  most half the congestion window ("ensure we have at least 2 GSO packets in
+  flight") and what the window has left: with cwnd 10 and nothing in flight
+  a 690-byte write at MTU 128 (9 segments of 76 B and 6 B) leaves as a
+  5-segment packet and then the other 5, PSH on the last of each.
+
+cwnd is TCP_INIT_CWND throughout: no lab loses a segment, and a sender whose
+window would grow (slow start after a flight of more than half of it) is
+outside the domain before it sends a packet the growth could change
+(output.push records it; domain.py names it).
 """
 
 from __future__ import annotations
@@ -37,6 +45,13 @@ TSO_RTT_LOG = 9  # net.ipv4.tcp_tso_rtt_log (5.18+)
 # sk_setup_caps: the device's gso_max_size (GSO_LEGACY_MAX_SIZE on lo) less
 # MAX_TCP_HEADER + 1 (320 + 1 with a distribution kernel's MAX_HEADER).
 GSO_MAX_SIZE = 65536 - 321
+
+
+def cwnd_quota(in_flight: int, cwnd: int = TCP_INIT_CWND) -> int:
+    """Segments the next skb may carry (tcp_cwnd_test): min(max(cwnd / 2, 1), cwnd - in flight)."""
+    if in_flight >= cwnd:
+        return 0
+    return min(max(cwnd >> 1, 1), cwnd - in_flight)
 
 
 def pacing_rate(mss: int, srtt_ns: int | None, packets_out: int) -> int | None:

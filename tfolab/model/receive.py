@@ -31,6 +31,7 @@ from tfolab.model import delack_timer
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
 from tfolab.model.handshake import ack_of_synack, receive_synack
 from tfolab.model.output import push, send_ack
+from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.replay import reset_stale_ack
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent, TcpState
@@ -85,6 +86,12 @@ def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
         sock.rtt_sample(now - fresh[0].sent_ns)
     sock.snd_una = wire.ack
     sock.marks = [m for m in sock.marks if m.end > sock.snd_una]
+    if newly and 2 * sock.max_packets_out > TCP_INIT_CWND and sock.cwnd_grown_by is None:
+        # tcp_cong_avoid: in slow start cwnd grows by every segment acknowledged once
+        # tcp_is_cwnd_limited holds (cwnd < 2 x max_packets_out; 6.1 and 6.18)
+        sock.cwnd_grown_by = sock.max_packets_out
+    if not sock.flights:
+        sock.max_packets_out = 0  # tcp_cwnd_validate starts a new usage period
     if sock.state is TcpState.SYN_RECV:
         ack_of_synack(sock)
     elif sock.fin_sent and sock.snd_una == sock.snd_nxt:

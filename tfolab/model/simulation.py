@@ -127,6 +127,8 @@ def simulate(
         latest_app_first=latest_app_first,
     )
     world.run()
+    if world.env.beyond_domain:
+        raise ModelInputError(f"outside the model's domain: {world.env.beyond_domain[0]}")
     events = world.recorder.timeline()
     predictions = predict(events, world.headlines, iterations, hz=hz, accuracy=accuracy)
     return Simulation(

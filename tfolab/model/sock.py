@@ -89,6 +89,10 @@ class TcpSock:
         self.min_rtt_ns: int | None = None  # tcp_min_rtt (the windowed minimum: the labs are short)
         self.rttvar_ns = 0
         self.held_note: int | None = None  # snd_nxt for which a hold was already explained
+        # slow start (tcp_is_cwnd_limited, tcp_slow_start): the most segments in flight
+        # since the last ACK, and whether an ACK has since grown cwnd past TCP_INIT_CWND
+        self.max_packets_out = 0
+        self.cwnd_grown_by: int | None = None  # the flight (segments) whose ACK grew it
         # the receive side
         self.rcv_nxt = 0
         self.rcv_wup = 0  # rcv_nxt when the last ACK left

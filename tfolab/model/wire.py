@@ -15,7 +15,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tfolab.model.clock import JiffyClock, Link
 from tfolab.model.delack import DelackRules
@@ -74,6 +74,9 @@ class Env:
     # How late a real application may react to what woke it (scheduling): an
     # event the model puts at the same instant can lose a race to a timer tick.
     app_reaction_ns: int = 1_000_000
+    # Why this simulation left the model's domain while it ran (domain.py): a
+    # state the scenario's settings alone cannot rule out, found on the way.
+    beyond_domain: list[str] = field(default_factory=list)
 
     def count(self, name: str, counting: bool) -> None:
         if counting:
