@@ -313,3 +313,26 @@ def test_a_clone_coalesces_once_its_sender_freed_it() -> None:
     space.release_tail(1449)
     space.queue(10, 1448, fresh=False, end=1459)
     assert space.rmem == rules.skb_head_truesize + 1458
+
+
+def test_a_clone_grows_the_window_by_two_advmss_so_a_big_mss_opens_it_whole() -> None:
+    """truesize_adjust (6.1, 6.18): the sender's clone is judged by its page frags alone,
+    so tcp_grow_window's check #2 passes and rcv_ssthresh grows by 2 x advmss. Captured
+    on 6.18 at MTU 43388: after a 298-byte request both sides advertise 64 (x 1024), not
+    44 (the 2 x rcv_mss step a fresh skb would get)."""
+    config = ScenarioConfig(mtu=43388, request_bytes=298)
+    sim = simulate(config, one_way_delay_ms=0, iterations=1)
+    windows = [(e.sender, e.ack, e.window) for e in sim.events if isinstance(e, Segment)]
+    assert windows[:4] == [
+        ("client", None, 43348), ("server", 1, 43336), ("client", 1, 43), ("client", 1, 43)
+    ]  # fmt: skip
+    assert {w for _, _, w in windows[4:]} == {64}
+    space = RcvSpace(receive_memory_for((6, 18), 131_072, 6_291_456), wscale=10, advmss=43336)
+    space.initial_window(peer_timestamps_seen=True)
+    space.init_buffer_space()
+    before = space.rcv_ssthresh
+    assert space.queue(298, 536, fresh=True) and space.rcv_ssthresh == before + 1072
+    space = RcvSpace(receive_memory_for((6, 18), 131_072, 6_291_456), wscale=10, advmss=43336)
+    space.initial_window(peer_timestamps_seen=True)
+    space.init_buffer_space()
+    assert space.queue(298, 536, fresh=False) and space.rcv_ssthresh > 64_512

@@ -32,7 +32,12 @@ Rules, each after the kernel function it names (times do not matter here):
   the data's only user and coalescing works (`release_tail`).
   After it, the ratio may be re-measured (scaling era) and rcv_ssthresh
   grows by up to two MSS while memory allows; a growth grants one quick ACK
-  (icsk_ack.quick |= 1).
+  (icsk_ack.quick |= 1). tcp_grow_window judges the sender's clone by its
+  page frags alone (truesize_adjust: no linear payload), so a clone always
+  passes check #2 and grows by 2 x advmss: above an advmss of half the
+  full space (MTU > ~32.8 kB) one 298-byte request opens the window from
+  43336 to the whole 65536 (6.18, MTU 43388: window 43 -> 64); a fresh skb
+  is judged by payload plus head and may grow by 2 x rcv_mss only.
 - `read_all` (tcp_recvmsg): the application's read frees the memory;
   `window_raised` (__tcp_cleanup_rbuf, 6.1 and 6.18): if the window the peer
   may still use is at most half the clamp and the read lets the socket offer
@@ -172,7 +177,10 @@ class RcvSpace:
             if ratio != self.ratio:
                 self.ratio = ratio
                 self._set_window_clamp(self.full_space())
-        return length >= 128 and self._grow_window(length, truesize, measured or rcv_mss)
+        # truesize_adjust (6.1 and 6.18): a skb whose payload is all in page frags (the
+        # sender's clone) counts its frags only, so tcp_grow_window's check #2 passes
+        adjusted = truesize if fresh else length
+        return length >= 128 and self._grow_window(length, adjusted, measured or rcv_mss)
 
     def charge(self, length: int) -> None:
         """tcp_fastopen_add_skb: a SYN's data is queued without the data-receive path."""
