@@ -321,7 +321,14 @@ def test_a_clone_grows_the_window_by_two_advmss_so_a_big_mss_opens_it_whole() ->
     on 6.18 at MTU 43388: after a 298-byte request both sides advertise 64 (x 1024), not
     44 (the 2 x rcv_mss step a fresh skb would get)."""
     config = ScenarioConfig(mtu=43388, request_bytes=298)
-    sim = simulate(config, one_way_delay_ms=0, iterations=1)
+    six_18 = receive_memory_for((6, 18), 131_072, 33_554_432)  # wscale 10
+    sim = simulate(
+        config,
+        one_way_delay_ms=0,
+        iterations=1,
+        receive_space_bytes=33_554_432,
+        receive_memory=six_18,
+    )
     windows = [(e.sender, e.ack, e.window) for e in sim.events if isinstance(e, Segment)]
     assert windows[:4] == [
         ("client", None, 43348), ("server", 1, 43336), ("client", 1, 43), ("client", 1, 43)
