@@ -65,3 +65,35 @@ def test_a_later_send_after_slow_start_grew_cwnd_is_refused_with_the_reason() ->
     assert message.startswith("outside the model's domain:")
     assert "flight of 7 segments" in message
     assert "tcp_is_cwnd_limited" in message
+
+
+def _client_data(config: ScenarioConfig, delay_ms: float) -> list[Segment]:
+    sim = simulate(config, one_way_delay_ms=delay_ms, iterations=1)
+    return [e for e in sim.events if isinstance(e, Segment) and e.sender == "client" and e.length]
+
+
+def test_sendmsg_cuts_a_write_into_skbs_of_half_the_peer_window() -> None:
+    """tcp_xmit_size_goal (6.1, 6.18): 3 x 8948 B per skb at MTU 9000 (half of 62636 is
+    31318), so 40000 B leave as a 3-segment and a 2-segment packet, PSH on each last
+    (captured at D = 0 on 6.18: PSH on seq 17897 and 35793)."""
+    data = _client_data(ScenarioConfig(mtu=9000, request_bytes=40000), 0)
+    assert [(s.seq, s.length, "PSH" in s.flags, s.starts_skb) for s in data] == [
+        (1, 8948, False, True), (8949, 8948, False, False), (17897, 8948, True, False),
+        (26845, 8948, False, True), (35793, 4208, True, False),
+    ]  # fmt: skip
+
+
+def test_forced_push_marks_the_skb_past_half_the_window_and_each_skb_counts() -> None:
+    """65483 B at lo's MTU: skbs of 32741 B (the MSS is half the SYN-ACK's 65483);
+    the second fills past pushed_seq + 32741, so forced_push marks it PSH; three
+    packets at once, which the NFQUEUE backend refuses (tcp_small_queue_check)."""
+    from tfolab.model.domain import gso_packets_per_burst
+
+    config = ScenarioConfig(request_bytes=65483)
+    data = _client_data(config, 5)
+    assert [(s.seq, s.length, "PSH" in s.flags) for s in data] == [
+        (1, 32741, False), (32742, 32741, True), (65483, 1, True),
+    ]  # fmt: skip
+    assert "forced_push" in data[1].explanation
+    sim = simulate(config, one_way_delay_ms=5, iterations=1)
+    assert gso_packets_per_burst(sim.events) == 3

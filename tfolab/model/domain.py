@@ -105,23 +105,14 @@ def refusal(
 
 
 def gso_packets_per_burst(events: tuple[Event, ...]) -> int:
-    """The most GSO packets one sender put on the wire at one instant.
+    """The most skbs (GSO packets) one sender put on the wire at one instant.
 
-    A GSO packet of several segments ends at a segment with PSH (forced on it,
-    output.py); a one-segment packet is a segment alone. So within one burst
-    (same connection, sender and send time) each data segment with PSH closes
-    a packet, and a burst's trailing segments without PSH make one more.
+    Each data segment that starts an skb (Segment.starts_skb: the first of a
+    tcp_transmit_skb call) opens a packet; a burst is one connection, sender
+    and send time.
     """
-    closed: Counter[tuple[int, str, float]] = Counter()
-    open_tail: set[tuple[int, str, float]] = set()
+    packets: Counter[tuple[int, str, float]] = Counter()
     for event in events:
-        if not isinstance(event, Segment) or not event.length:
-            continue
-        key = (event.connection, event.sender, event.sent_ms)
-        if "PSH" in event.flags:
-            closed[key] += 1
-            open_tail.discard(key)
-        else:
-            open_tail.add(key)
-    bursts = set(closed) | open_tail
-    return max((closed[key] + (key in open_tail) for key in bursts), default=0)
+        if isinstance(event, Segment) and event.length and event.starts_skb:
+            packets[(event.connection, event.sender, event.sent_ms)] += 1
+    return max(packets.values(), default=0)

@@ -103,6 +103,7 @@ class TcpEndpoint:
         sock = self.sock
         sock.app_busy_until_ns = now + sock.env.app_reaction_ns  # then it blocks in read()
         sock.marks.append(WriteMark(sock.write_seq, sock.write_seq + len(data), name))
+        output.queue_write(sock, len(data), msg_more=msg_more)
         sock.write_seq += len(data)
         sock.unsent += data
         sock.msg_more = msg_more

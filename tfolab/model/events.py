@@ -70,6 +70,9 @@ class Segment:
     window: int | None = None
     # other window fields a race may give it (burst.py: the reader won earlier)
     window_alternatives: tuple[int, ...] = ()
+    # the first segment of an skb tcp_transmit_skb sent (False: a later segment
+    # of the same GSO packet); the domain counts packets by it, JSON leaves it out
+    starts_skb: bool = True
 
     @property
     def time_ms(self) -> float:
@@ -100,6 +103,7 @@ class Segment:
         data["flags"] = list(self.flags)
         data["options"] = list(self.options)
         data["window_alternatives"] = list(self.window_alternatives)
+        del data["starts_skb"]
         data["label"] = self.label()
         return data
 
@@ -215,6 +219,7 @@ class Recorder:
         race: bool = False,
         window: int | None = None,
         window_alternatives: tuple[int, ...] = (),
+        starts_skb: bool = True,
     ) -> Segment:
         event = Segment(
             id=self._id(),
@@ -236,6 +241,7 @@ class Recorder:
             race=race,
             window=window,
             window_alternatives=window_alternatives,
+            starts_skb=starts_skb,
         )
         self._add(event)
         return event

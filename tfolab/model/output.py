@@ -98,6 +98,7 @@ def transmit(
         race=race,
         window=window,
         window_alternatives=tuple(w for w in window_alternatives if w != window),
+        starts_skb=new_skb,
     )
     offered = window if "SYN" in flags else window << env.wscale
     wire = Wire(
@@ -219,6 +220,50 @@ def retransmit_syn_data(
     sock.flights.append(Flight(1, 1 + len(data), now, True, event_id))
 
 
+def size_goal(sock: TcpSock) -> int:
+    """tcp_xmit_size_goal: the bytes one sendmsg skb takes, whole segments of mss_cache
+    up to half the peer's largest window (tcp_bound_to_half_wnd of sk_gso_max_size)."""
+    mss = sock.mss_cache
+    goal = sock.bound_to_half_wnd(pacing.GSO_MAX_SIZE)
+    return max(goal // mss * mss, mss)
+
+
+def queue_write(sock: TcpSock, length: int, *, msg_more: bool) -> None:
+    """tcp_sendmsg_locked's skbs for a write of `length` bytes at sock.write_seq.
+
+    The bytes fill the unsent tail skb up to size_goal, then new skbs of
+    size_goal. An skb that fills with more of the write to come is pushed
+    (tcp_push_one), and marked PSH when forced_push holds: more than half the
+    peer's largest window written since pushed_seq (6.1 and 6.18). The write's
+    end marks its skb PSH unless MSG_MORE (tcp_push, tcp_mark_push): that PSH
+    is the write end's (flights.ends_a_write).
+    """
+    goal = size_goal(sock)
+    ends = sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt] if sock.unsent else []
+    pos, end = sock.write_seq, sock.write_seq + length
+    if ends and ends[-1] == pos:
+        start = ends[-2] if len(ends) > 1 else sock.snd_nxt
+        take = min(goal - (pos - start), length)
+        if take > 0:
+            pos += take
+            ends[-1] = pos
+            _skb_filled(sock, pos, end, full=pos - start == goal)
+    while pos < end:
+        take = min(goal, end - pos)
+        pos += take
+        ends.append(pos)
+        _skb_filled(sock, pos, end, full=take == goal)
+    if not msg_more:
+        sock.pushed_seq = end
+
+
+def _skb_filled(sock: TcpSock, pos: int, end: int, *, full: bool) -> None:
+    """forced_push: after(write_seq, pushed_seq + max_window / 2) as an skb fills."""
+    if full and pos < end and pos > sock.pushed_seq + (sock.max_window >> 1):
+        sock.forced_psh.add(pos)
+        sock.pushed_seq = pos
+
+
 def push(
     sock: TcpSock, now: int, *, cause: str, caused_by: int | None, force_first: bool = False
 ) -> bool:
@@ -227,6 +272,7 @@ def push(
     max_segs = pacing.tso_segs(sock.mss_cache, sock.srtt_ns, sock.packets_out, sock.min_rtt_ns)
     in_skb = 0  # segments of the GSO skb being sent so far
     skb_limit = 0  # the most segments this skb may take (tcp_cwnd_test, tcp_tso_autosize)
+    sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
     while sock.unsent and sock.can_send_data():
         if in_skb == 0:
             quota = pacing.cwnd_quota(sock.packets_out)
@@ -262,20 +308,28 @@ def push(
         ends_skb = (
             last
             or in_skb == skb_limit
+            or seq + n in sock.skb_ends  # sendmsg made its skb end here
             or _next_held(sock, seq, n, force_first, sock.packets_out + 1)
         )
         gso_psh = ends_skb and in_skb > 1
-        if gso_psh and not last and not ends_a_write(sock.marks, seq + n):
-            cut_by = (
-                "tcp_cwnd_test gives one skb at most half the congestion window"
-                if max_segs is None or skb_limit < max_segs
-                else "tcp_tso_autosize cuts the write there"
+        if seq + n in sock.skb_ends:
+            cut_by = "tcp_sendmsg made skbs of size_goal, half the peer's largest window"
+        elif max_segs is None or skb_limit < max_segs:
+            cut_by = "tcp_cwnd_test gives one skb at most half the congestion window"
+        else:
+            cut_by = "tcp_tso_autosize cuts the write there"
+        forced = seq + n in sock.forced_psh
+        if forced and not ends_a_write(sock.marks, seq + n):
+            why += (
+                f"; PSH: forced_push (more than half the peer's largest window, "
+                f"{sock.max_window >> 1} B, written since the last PSH)"
             )
+        elif gso_psh and not last and not ends_a_write(sock.marks, seq + n):
             why += (
                 f"; PSH: the last of a {in_skb}-segment GSO packet ({cut_by}; "
                 "__tcp_transmit_skb forces PSH on GSO packets)"
             )
-        psh = last or ends_a_write(sock.marks, seq + n) or gso_psh
+        psh = last or ends_a_write(sock.marks, seq + n) or gso_psh or forced
         if ends_skb:
             in_skb = 0
         flags = ("ACK", "PSH") if psh else ("ACK",)

@@ -82,6 +82,11 @@ class TcpSock:
         self.write_seq = 1  # the sequence number of the next byte the app writes
         self.unsent = bytearray()
         self.marks: list[WriteMark] = []
+        # tcp_sendmsg_locked's skbs over the unsent bytes: where each ends, and the ends
+        # forced_push marked with PSH; pushed_seq as tcp_mark_push last left it
+        self.skb_ends: list[int] = []
+        self.forced_psh: set[int] = set()
+        self.pushed_seq = 1  # tcp_connect, tcp_create_openreq_child: ISN + 1
         self.flights: list[Flight] = []
         self.fin_requested = False
         self.fin_sent = False
@@ -151,13 +156,17 @@ class TcpSock:
 
     @property
     def mss_cache(self) -> int:
-        """tcp_sync_mss: the MSS in use, bounded to half the peer's largest window
-        (tcp_bound_to_half_wnd, once that window is over TCP_MSS_DESIRED)."""
+        """tcp_sync_mss: the MSS in use, bounded to half the peer's largest window."""
+        return self.bound_to_half_wnd(self.mss_base)
+
+    def bound_to_half_wnd(self, size: int) -> int:
+        """tcp_bound_to_half_wnd: at most half the peer's largest window (once that
+        window is over TCP_MSS_DESIRED), and never below 68 bytes of packet."""
         window = self.max_window
         cutoff = window >> 1 if window > TCP_MSS_DESIRED else window
-        if cutoff and self.mss_base > cutoff:
+        if cutoff and size > cutoff:
             return max(cutoff, 68 - (20 + TS_OPTION_BYTES))
-        return self.mss_base
+        return size
 
     def timestamps_on(self) -> None:
         """tp->advmss -= TCPOLEN_TSTAMP_ALIGNED once the connection uses timestamps
