@@ -229,6 +229,10 @@ def handle(args: argparse.Namespace) -> int:
     home = private_home(account)
     try:
         prepare_results(results, account)
+        if account is not None:  # as root: the shared measurement slots are made root's
+            from tfolab.core.slots import SlotTable
+
+            SlotTable.open()
 
         def drop_privileges() -> None:
             if account is not None:
