@@ -146,6 +146,7 @@ def test_a_planted_ticket_held_forever_is_a_timeout(made: Path, monkeypatch) -> 
         ):
             SlotTable.open(made).acquire()
         assert time.monotonic() - started < 4
+    assert sorted(p.name for p in made.glob("q-*")) == [ticket.name]  # it left the line
 
 
 def test_planted_names_and_a_rewritten_counter_keep_the_line(made: Path) -> None:

@@ -360,16 +360,21 @@ class SlotTable:
 
     def _wait_in_line(self, ticket: int, ticket_fd: int, started: float, first: int) -> Slot:
         deadline = started + LINE_TIMEOUT_S
-        while ahead := self.ahead_of(ticket):
-            _wait_for_release(self._ticket_path(ahead[-1]), deadline)
-        while (slot := self._try_slots()) is None:
-            if time.monotonic() > deadline:
-                raise UserError(
-                    f"no measurement slot in {self.directory} came free in {LINE_TIMEOUT_S:g} s",
-                    f"see who holds them (fuser -v {self.directory}/slot-*), "
-                    "or try again when the machine is less busy",
-                )
-            time.sleep(POLL_S)
+        try:
+            while ahead := self.ahead_of(ticket):
+                _wait_for_release(self._ticket_path(ahead[-1]), deadline)
+            while (slot := self._try_slots()) is None:
+                if time.monotonic() > deadline:
+                    raise UserError(
+                        f"no measurement slot in {self.directory} came free "
+                        f"in {LINE_TIMEOUT_S:g} s",
+                        f"see who holds them (fuser -v {self.directory}/slot-*), "
+                        "or try again when the machine is less busy",
+                    )
+                time.sleep(POLL_S)
+        except BaseException:
+            self._leave_line(ticket, ticket_fd)  # a run that gives up holds nobody up
+            raise
         self._leave_line(ticket, ticket_fd)
         waited = (time.monotonic() - started) * 1000
         return Slot(slot[0], slot[1], self.size, waited, first)
