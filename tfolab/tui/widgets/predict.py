@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, Static
 
 from tfolab.core.errors import UserError
-from tfolab.lab.attempts import check_results_dir, results_dir
+from tfolab.lab.attempts import check_results_dir, fixed_results_dir, results_dir
 from tfolab.lab.expression import EXAMPLES, Expression, ExpressionError, parse
 from tfolab.lab.grading import Grade
 from tfolab.lab.identity import is_served
@@ -62,8 +62,10 @@ class PredictForm(VerticalScroll):
             placeholder="as your teacher will see it",
             max_length=NAME_MAX,
         )
-        if is_served():
+        if is_served() and fixed_results_dir() is not None:
             yield Label("Saved in your class's results folder", classes="field-label")
+        elif is_served():
+            yield Label("Not saved: your teacher collects no results", classes="field-label")
         else:
             yield Label("Save results in (folder; empty: not saved)", classes="field-label")
         yield Input(
