@@ -7,6 +7,7 @@ a comment or a multi-line string, or a known setting named in the message.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -173,6 +174,20 @@ CASES = [
         "Invalid value",
         id="toml-syntax",
     ),
+    pytest.param(
+        numbered(LAB.rstrip("\n"), 'guide = "/etc/shadow"', "[[scenario]]", 'name = "a"'),
+        4,
+        "guide must be a file name in the lab file's folder, not '/etc/shadow'",
+        id="guide-absolute",
+    ),
+    pytest.param(
+        numbered(
+            LAB.rstrip("\n"), 'guide = "notes/../../../etc/shadow"', "[[scenario]]", 'name = "a"'
+        ),
+        4,
+        "guide must be a file name in the lab file's folder",
+        id="guide-dot-dot",
+    ),
 ]
 
 
@@ -337,3 +352,20 @@ async def test_start_screen_lists_a_broken_lab_that_cannot_be_opened(
         await pilot.press("up", "enter")  # the good lab still opens
         await pilot.pause()
         assert isinstance(app.screen, LabScreen)
+
+
+def test_a_guide_that_leads_out_of_the_folder_reads_as_missing(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("the teacher's secret\n")
+    labs = tmp_path / "labs"
+    labs.mkdir()
+    (labs / "x.md").symlink_to(secret)  # a real link, out of the lab's folder
+    (labs / "y.md").symlink_to("/dev/zero")
+    os.mkfifo(labs / "z.md")
+    for guide in ("x", "y", "z"):
+        path = labs / f"{guide}.toml"
+        path.write_text(
+            numbered(LAB.rstrip("\n"), f'guide = "{guide}.md"', "[[scenario]]", 'name = "a"')
+        )
+        text = load_lab_file(path).guide_text()
+        assert "secret" not in text and f"The guide {guide}.md is missing" in text

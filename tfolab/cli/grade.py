@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from tfolab.lab.attempts import load_class
+    from tfolab.lab.class_results import load_class
     from tfolab.view import grade_report
 
     if not str(args.dir).strip():

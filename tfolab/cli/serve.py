@@ -14,7 +14,9 @@ Rules:
   says so and every session shows why real runs are off.
 - Sessions get a private HOME (and XDG folders, TMPDIR, working directory)
   that is removed when serve stops; with --results DIR they save their runs
-  in DIR (TFOLAB_RESULTS_DIR). Nothing else is written.
+  in DIR (TFOLAB_RESULTS_DIR), and only there; DIR is prepared by
+  tfolab.lab.results_folder (no link followed, the teacher's group reads).
+  Nothing else is written.
 """
 
 from __future__ import annotations
@@ -100,19 +102,6 @@ def check_token(token: str | None, host: str) -> str | None:
     return secrets.token_urlsafe(18)
 
 
-def check_results(path: str | None) -> Path | None:
-    if path is None:
-        return None
-    folder = Path(path).expanduser().absolute()
-    if folder.exists() and not folder.is_dir():
-        raise UserError(f"--results {path} is not a folder", "give a folder (it may not exist yet)")
-    if not folder.exists() and not folder.parent.is_dir():
-        raise UserError(
-            f"--results {path}: the folder {folder.parent} does not exist", "create it first"
-        )
-    return folder
-
-
 def check_user(name: str | None) -> Account | None:
     """The account to drop to (root only); None when serve already runs unprivileged."""
     from tfolab.core.privileges import default_user, find_account
@@ -166,15 +155,6 @@ def private_home(account: Account | None) -> Path:
     if account is not None:
         os.chown(home, account.uid, account.gid)
     return home
-
-
-def prepare_results(folder: Path | None, account: Account | None) -> None:
-    if folder is None:
-        return
-    if not folder.exists():
-        folder.mkdir(mode=0o755)
-        if account is not None:
-            os.chown(folder, account.uid, account.gid)
 
 
 def session_environment(home: Path, results: Path | None) -> dict[str, str]:
@@ -239,6 +219,7 @@ def handle(args: argparse.Namespace) -> int:
     from tfolab.core.cpus import SERVED_BY_ENV
     from tfolab.core.privileges import drop_to
     from tfolab.lab.environment import REAL_RUNS_OFF_ENV
+    from tfolab.lab.results_folder import check_results, prepare_results
     from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
 
     token = check_token(args.token, args.host)
@@ -248,6 +229,10 @@ def handle(args: argparse.Namespace) -> int:
     home = private_home(account)
     try:
         prepare_results(results, account)
+        if account is not None:  # as root: the shared measurement slots are made root's
+            from tfolab.core.slots import SlotTable
+
+            SlotTable.open()
 
         def drop_privileges() -> None:
             if account is not None:

@@ -6,7 +6,7 @@ measures, so runs queue instead of disturbing each other's timings.
 
 Rules:
 - Everything is flock(2) on files in one shared directory (`slots_dir()`,
-  mode 1777, files 0666). The kernel drops a flock when its holder dies, so
+  mode 1777, files 0666, `size` 0644). The kernel drops a flock when its holder dies, so
   a SIGKILL frees a slot or a place in line at once: nothing goes stale.
   flock works on any descriptor a process can open, so a process in a user
   namespace (its files owned by an unmapped uid) takes slots like root does.
@@ -36,6 +36,18 @@ Rules:
 - N is written once, in the directory's `size` file, by whoever makes the
   directory (TFOLAB_SLOTS, else `default_size()`); every process uses that
   one value, so no two disagree about how many slots there are.
+- Another user cannot stop or disorder the line (tfolab.core.slot_files):
+  the shared directory is used only if root or this user owns it, sticky,
+  with a `size` file only its owner writes; every file is opened without
+  following a link or blocking and must be a regular file; a ticket is never
+  below one already in line, whatever `counter` says; staging names are
+  random. Where the shared directory cannot be trusted, runs queue in a
+  directory of this user's own (`fallback_dir()`, 0700), apart from other
+  users' runs, and `SlotTable.note` says why. A directory named by
+  TFOLAB_SLOTS_DIR (or given) is never swapped: untrusted, it is an error.
+- No wait is endless: the mutex MUTEX_TIMEOUT_S, the quiet lock
+  QUIET_TIMEOUT_S, a place in line LINE_TIMEOUT_S; past it, one line names
+  the file and how to find who holds it.
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import secrets
 import select
 import stat
 import threading
@@ -52,8 +65,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfolab.core import dirwatch
+from tfolab.core import dirwatch, slot_files
 from tfolab.core.errors import UserError
+from tfolab.core.slot_files import LockTimeout, Untrusted
 
 DIR_ENV = "TFOLAB_SLOTS_DIR"
 SIZE_ENV = "TFOLAB_SLOTS"
@@ -62,6 +76,9 @@ POLL_S = 0.005  # the head of the line tries the slots this often (one process p
 RECOUNT_S = 0.5  # how often a waiter recounts who is ahead, where it cannot watch the line
 RECOUNT_FALLBACK_S = 5.0  # watching the line (inotify), it recounts at hand-overs, and this often
 MAX_SLOTS = 64
+MUTEX_TIMEOUT_S = 10.0  # the mutex is held for a few file operations
+QUIET_TIMEOUT_S = 900.0  # a setup waits for the measurements in progress
+LINE_TIMEOUT_S = 3600.0  # from joining the line to holding a slot
 
 
 def default_size() -> int:
@@ -91,22 +108,16 @@ def wanted_size() -> int:
 
 
 def _open_shared(path: Path, flags: int = os.O_RDWR) -> int:
-    """Open a shared file, creating it world-writable if missing.
+    """A shared file, created 0666 if missing (UserError if it is not a regular file)."""
+    try:
+        return slot_files.open_file(path, flags)
+    except Untrusted as err:
+        raise _unusable(path.parent, str(err)) from None
 
-    Without O_CREAT first: fs.protected_regular refuses O_CREAT on another
-    user's file in a sticky directory even where a plain open is allowed.
-    """
-    try:
-        return os.open(path, flags | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        pass
-    try:
-        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-    except FileExistsError:
-        return os.open(path, flags | os.O_NOFOLLOW)
-    with contextlib.suppress(OSError):
-        os.fchmod(fd, 0o666)  # past the umask: every user must open it
-    return fd
+
+def fallback_dir(shared: Path) -> Path:
+    """This user's own slots directory, beside the shared one: tfolab-slots-<uid>."""
+    return shared.with_name(f"{shared.name}-{os.getuid()}")
 
 
 def _unusable(directory: Path, why: str) -> UserError:
@@ -116,6 +127,21 @@ def _unusable(directory: Path, why: str) -> UserError:
     )
 
 
+def _held_too_long(err: LockTimeout) -> UserError:
+    return UserError(
+        f"another process held the measurement slots' lock {err.path} for {err.waited_s:g} s",
+        f"see who holds it (fuser -v {err.path}) and stop it, "
+        f"or set {DIR_ENV} to a folder of your own",
+    )
+
+
+class _UntrustedDir(Exception):
+    def __init__(self, directory: Path, why: str) -> None:
+        super().__init__(why)
+        self.directory = directory
+        self.why = why
+
+
 @dataclass
 class SlotTable:
     """The shared directory, opened: its path and its number of slots."""
@@ -123,35 +149,61 @@ class SlotTable:
     directory: Path
     size: int
 
+    note: str = ""  # why runs queue apart from other users' (a fallback directory), if so
+
     @staticmethod
     def open(directory: Path | None = None, size: int | None = None) -> SlotTable:
-        """Make (or join) the slot directory; UserError if it cannot be used."""
-        directory = directory or slots_dir()
+        """Make (or join) the slot directory; UserError if it cannot be used.
+
+        The default shared directory, if it cannot be trusted, is replaced by
+        this user's own (`fallback_dir`); a directory given (or named by
+        TFOLAB_SLOTS_DIR) is used or refused, never replaced.
+        """
+        chosen = directory or (Path(os.environ[DIR_ENV]) if os.environ.get(DIR_ENV) else None)
+        if chosen is None:
+            return SlotTable.open_shared(slots_dir(), size)
+        try:
+            return SlotTable._open_in(chosen, size, 0o1777)
+        except _UntrustedDir as err:
+            raise _unusable(err.directory, err.why) from None
+
+    @staticmethod
+    def open_shared(shared: Path, size: int | None = None) -> SlotTable:
+        """The shared directory `shared` if it can be trusted, else this user's own beside it."""
+        try:
+            return SlotTable._open_in(shared, size, 0o1777)
+        except _UntrustedDir as err:
+            why = err.why
+        own = fallback_dir(shared)
+        try:
+            table = SlotTable._open_in(own, size, 0o700)
+        except _UntrustedDir as err:
+            raise _unusable(own, err.why) from None
+        table.note = (
+            f"The shared measurement slots directory {shared} cannot be trusted ({why}), "
+            f"so this run queues in {own}, apart from other users' runs."
+        )
+        return table
+
+    @staticmethod
+    def _open_in(directory: Path, size: int | None, mode: int) -> SlotTable:
         asked = size if size is not None else wanted_size()
         try:
-            os.mkdir(directory, 0o1777)
-            os.chmod(directory, 0o1777)  # past the umask
-        except FileExistsError:
-            pass
+            slot_files.make_dir(directory, mode)
+            folder = slot_files.check_folder(directory)
+        except Untrusted as err:
+            raise _UntrustedDir(directory, str(err)) from None
         except OSError as err:
             raise _unusable(directory, err.strerror or str(err)) from None
-        info = os.lstat(directory)
-        if not stat.S_ISDIR(info.st_mode):
-            raise _unusable(directory, "it is not a directory")
         try:
             with _locked(directory / "mutex"):
-                size_fd = _open_shared(directory / "size")
-                try:
-                    text = os.read(size_fd, 32).decode(errors="replace").strip()
-                    if not text:
-                        os.write(size_fd, f"{asked}\n".encode())
-                        text = str(asked)
-                finally:
-                    os.close(size_fd)
+                text = slot_files.read_size(directory, folder, asked)
+        except Untrusted as err:
+            raise _UntrustedDir(directory, str(err)) from None
         except PermissionError as err:
             raise _unusable(directory, err.strerror or "permission denied") from None
         if not text.isdigit() or not 1 <= int(text) <= MAX_SLOTS:
-            raise _unusable(directory, f"its size file says {text!r}")
+            raise _unusable(directory, f"its size file says {text[:20]!r}")
         actual = int(text)
         if size is None and os.environ.get(SIZE_ENV) and actual != asked:
             raise UserError(
@@ -167,7 +219,7 @@ class SlotTable:
         """Hold while doing kernel-heavy setup: never while another run measures."""
         fd = _open_shared(self.directory / "quiet", os.O_RDONLY)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _flock(fd, fcntl.LOCK_EX, self.directory / "quiet", QUIET_TIMEOUT_S)
             yield
         finally:
             os.close(fd)
@@ -175,7 +227,12 @@ class SlotTable:
     def _quiet(self, slot: Slot) -> None:
         """With a slot held: wait for setups in progress to finish, then keep them out."""
         fd = _open_shared(self.directory / "quiet", os.O_RDONLY)
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            _flock(fd, fcntl.LOCK_SH, self.directory / "quiet", QUIET_TIMEOUT_S)
+        except BaseException:
+            os.close(fd)
+            slot.release()
+            raise
         slot.quiet_fd = fd
 
     @staticmethod
@@ -255,17 +312,37 @@ class SlotTable:
             counter = _open_shared(self.directory / "counter")
             try:
                 text = os.read(counter, 32).decode(errors="replace").strip()
-                ticket = int(text) if text.isdigit() else 0
+                drawn = int(text) if text.isdigit() and len(text) <= 15 else 0
+                ticket = max(drawn, self._last_ticket() + 1)  # never ahead of one in line
                 os.lseek(counter, 0, os.SEEK_SET)
                 os.ftruncate(counter, 0)
                 os.write(counter, f"{ticket + 1}\n".encode())
             finally:
                 os.close(counter)
-            staging = self.directory / f".new-{ticket:016d}"
-            fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            fd, staging = self._staging_file(ticket)
             fcntl.flock(fd, fcntl.LOCK_EX)
             os.rename(staging, self._ticket_path(ticket))
         return ticket, fd
+
+    def _last_ticket(self) -> int:
+        """The highest ticket number in the directory (-1: none)."""
+        numbers = [
+            int(name[2:])
+            for name in os.listdir(self.directory)
+            if name.startswith("q-") and name[2:].isdigit() and len(name) <= 20
+        ]
+        return max(numbers, default=-1)
+
+    def _staging_file(self, ticket: int) -> tuple[int, Path]:
+        """A new ticket file under a random name nobody could have made first."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        for _ in range(8):
+            staging = self.directory / f".new-{ticket:016d}-{secrets.token_hex(8)}"
+            try:
+                return os.open(staging, flags, 0o644), staging
+            except FileExistsError:
+                continue
+        raise _unusable(self.directory, "no new ticket file could be made")
 
     def _ticket_path(self, ticket: int) -> Path:
         return self.directory / f"q-{ticket:016d}"
@@ -274,7 +351,7 @@ class SlotTable:
         """The live tickets before `ticket`, oldest first (dead ones are removed if possible)."""
         alive = []
         for name in os.listdir(self.directory):
-            if not name.startswith("q-") or not name[2:].isdigit():
+            if not name.startswith("q-") or not name[2:].isdigit() or len(name) > 20:
                 continue
             other = int(name[2:])
             if other < ticket and _is_held(self.directory / name):
@@ -282,10 +359,22 @@ class SlotTable:
         return sorted(alive)
 
     def _wait_in_line(self, ticket: int, ticket_fd: int, started: float, first: int) -> Slot:
-        while ahead := self.ahead_of(ticket):
-            _wait_for_release(self._ticket_path(ahead[-1]))
-        while (slot := self._try_slots()) is None:
-            time.sleep(POLL_S)
+        deadline = started + LINE_TIMEOUT_S
+        try:
+            while ahead := self.ahead_of(ticket):
+                _wait_for_release(self._ticket_path(ahead[-1]), deadline)
+            while (slot := self._try_slots()) is None:
+                if time.monotonic() > deadline:
+                    raise UserError(
+                        f"no measurement slot in {self.directory} came free "
+                        f"in {LINE_TIMEOUT_S:g} s",
+                        f"see who holds them (fuser -v {self.directory}/slot-*), "
+                        "or try again when the machine is less busy",
+                    )
+                time.sleep(POLL_S)
+        except BaseException:
+            self._leave_line(ticket, ticket_fd)  # a run that gives up holds nobody up
+            raise
         self._leave_line(ticket, ticket_fd)
         waited = (time.monotonic() - started) * 1000
         return Slot(slot[0], slot[1], self.size, waited, first)
@@ -329,14 +418,24 @@ class Slot:
             self.fd = -1
 
 
+def _flock(fd: int, operation: int, path: Path, timeout_s: float) -> None:
+    try:
+        slot_files.flock(fd, operation, path, timeout_s)
+    except LockTimeout as err:
+        raise _held_too_long(err) from None
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     fd = _open_shared(path, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _flock(fd, fcntl.LOCK_EX, path, MUTEX_TIMEOUT_S)
         yield
     finally:
         os.close(fd)
+
+
+_TICKET_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def _record(fd: int, what: str) -> None:
@@ -347,12 +446,17 @@ def _record(fd: int, what: str) -> None:
 
 
 def _is_held(path: Path) -> bool:
-    """Whether a ticket's owner still holds it; a dead one's file is removed if allowed."""
+    """Whether a ticket's owner still holds it; a dead one's file is removed if allowed.
+
+    Anything but a regular file (a FIFO or link planted under a ticket's name) is no ticket.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
+        fd = os.open(path, _TICKET_FLAGS)
+    except (FileNotFoundError, OSError):
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
@@ -367,13 +471,21 @@ def _is_held(path: Path) -> bool:
     return False
 
 
-def _wait_for_release(path: Path) -> None:
+def _wait_for_release(path: Path, deadline: float) -> None:
     """Block until the ticket at `path` is released (its owner got a slot, or died)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
+        fd = os.open(path, _TICKET_FLAGS)
+    except (FileNotFoundError, OSError):
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            slot_files.flock(fd, fcntl.LOCK_SH, path, max(deadline - time.monotonic(), 0.0))
+    except LockTimeout:
+        raise UserError(
+            f"no measurement slot came free in {LINE_TIMEOUT_S:g} s: "
+            f"the place in line ahead of this run ({path}) never moved",
+            f"see who holds it (fuser -v {path}) and stop it, "
+            f"or set {DIR_ENV} to a folder of your own",
+        ) from None
     finally:
         os.close(fd)

@@ -1,16 +1,20 @@
-"""Graded attempts on disk: one JSON file per attempt, and a class's summary of them.
+"""Graded attempts on disk: one JSON file per attempt (a class's are read by class_results).
 
 Rules:
-- Where: the folder the student gives in the UI, else $TFOLAB_RESULTS_DIR
-  (`tfolab serve --results DIR` sets it for every session). No folder, no file.
+- Where: the folder the student gives in the UI, else $TFOLAB_RESULTS_DIR.
+  In a served session (tfolab.lab.identity.is_served) the folder is the one
+  `tfolab serve --results DIR` gave, and only that: what the form says is
+  ignored and `save` refuses any other. No folder, no file.
+- Who: the student's name is cleaned (tfolab.lab.names: no control or bidi
+  characters, at most NAME_MAX characters) and saved with the session's
+  identity (tfolab.lab.identity), which the student cannot choose.
+- Readable by the teacher: a file is made mode 0640, so it takes the
+  folder's group where the folder is setgid (`tfolab serve --results` makes
+  it so); nobody else on the machine reads a classmate's answers.
 - One attempt = one student's predictions for one scenario at one delay,
   graded against the model and, after a real run, the measurement. The shape
   is the Attempt struct below (docs/DESIGN.md, "Contracts", the attempt JSON);
   files are written whole (a temporary file renamed), never half.
-- Reading a class: every `*.json` in the folder; a file that is not an
-  attempt is skipped with its reason, never fatal.
-- A student's result for a scenario is their FIRST attempt (a prediction made
-  before seeing the answer); later attempts count as tries, the best is shown too.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,9 +29,12 @@ import msgspec
 
 from tfolab.core.errors import UserError
 from tfolab.lab.grading import Grade
+from tfolab.lab.identity import is_served, session_identity
+from tfolab.lab.names import clean_name
 
 RESULTS_DIR_ENV = "TFOLAB_RESULTS_DIR"
 FORMAT = "tfolab-attempt/1"
+FILE_MODE = 0o640  # the owner writes, the folder's group (the teacher) reads
 
 
 class QuantityRecord(msgspec.Struct, kw_only=True):
@@ -54,6 +60,7 @@ class GradeRecord(msgspec.Struct, kw_only=True):
 class Attempt(msgspec.Struct, kw_only=True):
     format: str = FORMAT
     student: str
+    session: str = ""  # tfolab.lab.identity: who saved it, as the machine knows it
     lab: str
     scenario: str
     settings: dict[str, str] = {}
@@ -86,7 +93,8 @@ def make_attempt(
     ]
     measured = {q.quantity.name: q.measured.to_json() for q in grade.quantities if q.measured}
     return Attempt(
-        student=student,
+        student=clean_name(student),
+        session=session_identity(),
         lab=lab,
         scenario=scenario,
         settings=dict(settings),
@@ -107,8 +115,19 @@ def make_attempt(
     )
 
 
+def fixed_results_dir() -> Path | None:
+    """In a served session, the folder serve gave (None: nothing is saved); elsewhere None."""
+    text = os.environ.get(RESULTS_DIR_ENV, "").strip()
+    return Path(text) if is_served() and text else None
+
+
 def results_dir(given: str | None = None) -> Path | None:
-    """The folder attempts go to: `given` (the UI's field), else $TFOLAB_RESULTS_DIR, else None."""
+    """The folder attempts go to: `given` (the UI's field), else $TFOLAB_RESULTS_DIR, else None.
+
+    A served session ignores `given`: its folder is serve's, or none.
+    """
+    if is_served():
+        return fixed_results_dir()
     text = (given if given is not None else os.environ.get(RESULTS_DIR_ENV, "")).strip()
     return Path(text).expanduser() if text else None
 
@@ -130,11 +149,19 @@ def file_name(attempt: Attempt, when: datetime) -> str:
 
 def save(folder: Path, attempt: Attempt, path: Path | None = None) -> Path:
     """Write `attempt` into `folder` (or over `path`, the same attempt graded again)."""
+    if is_served() and folder != fixed_results_dir():
+        raise UserError(
+            f"a served session saves only in the class's results folder, not in {folder}",
+            "your teacher chose the folder when starting tfolab serve",
+        )
     check_results_dir(folder)
     target = path or folder / file_name(attempt, datetime.now(UTC))
+    if target.parent != folder:
+        raise UserError(f"{target} is not in the results folder {folder}", "save it in the folder")
     data = msgspec.json.format(msgspec.json.encode(attempt), indent=2) + b"\n"
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=".attempt-", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.replace(temporary, target)
@@ -142,111 +169,3 @@ def save(folder: Path, attempt: Attempt, path: Path | None = None) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
-
-
-# --------------------------------------------------------------- a class's results
-
-
-@dataclass(frozen=True)
-class Skipped:
-    file: str
-    reason: str
-
-
-@dataclass
-class ScenarioTally:
-    """One student's attempts at one scenario."""
-
-    lab: str
-    scenario: str
-    attempts: list[Attempt] = field(default_factory=list)
-
-    @property
-    def first(self) -> GradeRecord:
-        return self.attempts[0].grade
-
-    @property
-    def best(self) -> GradeRecord:
-        return max(self.attempts, key=lambda a: (a.grade.model_right, a.saved_at)).grade
-
-    @property
-    def measured(self) -> GradeRecord | None:
-        """The latest attempt graded against a real run, if any."""
-        runs = [a for a in self.attempts if a.grade.measured_right is not None]
-        return runs[-1].grade if runs else None
-
-
-@dataclass
-class StudentTally:
-    student: str
-    scenarios: list[ScenarioTally] = field(default_factory=list)
-
-    @property
-    def right(self) -> int:
-        return sum(s.first.model_right for s in self.scenarios)
-
-    @property
-    def of(self) -> int:
-        return sum(s.first.of for s in self.scenarios)
-
-
-@dataclass
-class ClassResults:
-    folder: Path
-    students: list[StudentTally]
-    skipped: list[Skipped]
-
-    def scenario_totals(self) -> list[tuple[str, str, int, int, int]]:
-        """(lab, scenario, students, right, of) over every student's first attempt."""
-        totals: dict[tuple[str, str], list[int]] = {}
-        for student in self.students:
-            for tally in student.scenarios:
-                entry = totals.setdefault((tally.lab, tally.scenario), [0, 0, 0])
-                entry[0] += 1
-                entry[1] += tally.first.model_right
-                entry[2] += tally.first.of
-        return [(lab, sc, *values) for (lab, sc), values in sorted(totals.items())]  # type: ignore[misc]
-
-
-def load_class(folder: Path) -> ClassResults:
-    """Every attempt in `folder`, grouped by student and scenario (UserError if no folder)."""
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise UserError(
-            f"the results folder {folder} {what}",
-            f"give the folder the students saved into (their {RESULTS_DIR_ENV})",
-        )
-    attempts: list[Attempt] = []
-    skipped: list[Skipped] = []
-    decoder = msgspec.json.Decoder(Attempt)
-    for path in sorted(folder.glob("*.json")):
-        try:
-            attempt = decoder.decode(path.read_bytes())
-        except (OSError, msgspec.DecodeError) as err:
-            skipped.append(Skipped(path.name, str(err).splitlines()[0]))
-            continue
-        if attempt.format != FORMAT:
-            skipped.append(Skipped(path.name, f"format {attempt.format!r}, expected {FORMAT!r}"))
-            continue
-        attempts.append(attempt)
-    attempts.sort(key=lambda a: (a.saved_at, a.student))
-    by_student: dict[str, StudentTally] = {}
-    for attempt in attempts:
-        name = " ".join(attempt.student.split()) or "anonymous"
-        student = by_student.setdefault(name.casefold(), StudentTally(name))
-        tally = next(
-            (
-                t
-                for t in student.scenarios
-                if (t.lab, t.scenario) == (attempt.lab, attempt.scenario)
-            ),
-            None,
-        )
-        if tally is None:
-            tally = ScenarioTally(attempt.lab, attempt.scenario)
-            student.scenarios.append(tally)
-        tally.attempts.append(attempt)
-    students = sorted(by_student.values(), key=lambda s: s.student.casefold())
-    for student in students:
-        student.scenarios.sort(key=lambda t: (t.lab, t.scenario))
-    return ClassResults(folder, students, skipped)

@@ -14,6 +14,11 @@ Rules: adding a lab is adding files to the labs folder, never code. Each file
 loads on its own: a broken one becomes a BrokenLab whose message names the
 file, the exact line of the offending key and the problem, and the other labs
 still load.
+
+A lab's `guide` is a file name in the lab file's own folder (a subfolder is
+allowed): an absolute path or a `..` is refused when the file loads, and a
+guide that resolves outside that folder (a link), is not a regular file or
+is over MAX_GUIDE_BYTES reads as missing.
 """
 
 from __future__ import annotations
@@ -28,12 +33,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tfolab.core.errors import UserError
+from tfolab.core.regular_file import NotReadable, read_regular
 from tfolab.lab.quantities import SELECTOR_FORMS, parse_selector
 from tfolab.model.scenario import MAX_ITERATIONS, ScenarioConfig, SettingError, parse_settings
 
 LABS_DIR_ENV = "TFOLAB_LABS_DIR"
 _TOP_KEYS = {"lab", "defaults", "scenario"}
 _SCENARIO_KEYS = {"name", "summary", "iterations", "predict"}
+MAX_GUIDE_BYTES = 1 << 20  # a guide is a few kB of Markdown
 _LAB_KEYS = {"name", "title", "summary", "guide", "order", "headline"}
 _LAB_TEXT_KEYS = ("title", "summary", "guide", "headline")
 
@@ -69,8 +76,10 @@ class Lab:
 
     def guide_text(self) -> str:
         try:
-            return self.guide_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            path = self.guide_path.resolve()
+            path.relative_to(self.source.parent.resolve())  # ValueError: outside the folder
+            return read_regular(path, MAX_GUIDE_BYTES).decode("utf-8")
+        except (OSError, ValueError, NotReadable):
             return f"# {self.title}\n\n(The guide {self.guide_path.name} is missing.)\n"
 
 
@@ -264,6 +273,12 @@ class _Loader:
         base = self.defaults()
         scenarios = self.scenarios(base)
         guide = lab_table.get("guide", f"{name}.md")
+        if Path(guide).is_absolute() or ".." in Path(guide).parts or not guide.strip():
+            self.fail(
+                ("lab", "guide"),
+                f"guide must be a file name in the lab file's folder, not {guide!r}",
+                'name a guide beside the lab file, e.g. guide = "mylab.md"',
+            )
         return Lab(
             name=name,
             title=lab_table.get("title", name),

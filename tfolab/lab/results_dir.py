@@ -10,6 +10,8 @@ Rules:
   sessions never write the same file; it is written under a dot name and
   renamed into place, so a reader never sees half a file.
 - The payload is stored as given, inside {"kind", "saved_at", "payload"}.
+- Mode FILE_MODE (0640, never a link followed): the folder's group, the
+  teacher's where serve made the folder setgid, reads it; other users do not.
 - Nothing else is written anywhere.
 """
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_DIR_ENV = "TFOLAB_RESULTS_DIR"
+FILE_MODE = 0o640
 KIND = re.compile(r"[a-z][a-z0-9-]{0,31}")
 
 
@@ -54,7 +57,9 @@ def save_result(directory: Path | str, kind: str, payload: dict[str, Any]) -> Pa
     final = folder / name
     staging = folder / f".{name}.part"
     document = {"kind": kind, "saved_at": now.isoformat(), "payload": payload}
-    with open(staging, "x", encoding="utf-8") as handle:
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)  # past the umask
+    with open(fd, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=1)
         handle.write("\n")
     os.replace(staging, final)

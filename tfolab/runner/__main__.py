@@ -63,6 +63,8 @@ def main() -> int:
         realtime, scheduling = priority.realtime_permitted()
         delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
         delay.notes.append(scheduling)
+        if table.note:  # queued apart from other users': the shared slots were untrusted
+            delay.notes.append(table.note)
         if heads_note:
             delay.notes.append(heads_note)
         network = LabNetwork(delay.backend, delay.delay_ms, server)

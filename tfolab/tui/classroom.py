@@ -5,6 +5,9 @@ Rules:
   in this session's environment): the name is asked once, at start, and every
   real run is saved there with it (tfolab.lab.results_dir). Elsewhere nothing
   here is shown and nothing is written.
+- The name is cleaned (tfolab.lab.names: no control or bidi characters, at
+  most NAME_MAX characters) and saved with the session's identity
+  (tfolab.lab.identity).
 - A save that fails says so in a notification; the run itself stands.
 - A served session yields the CPU to measuring runs: it runs in the one
   scheduler autogroup at nice 19 that `tfolab serve` leads for all its
@@ -27,6 +30,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+from tfolab.lab.identity import session_identity
+from tfolab.lab.names import NAME_MAX, clean_name
 from tfolab.lab.results_dir import results_dir_from_env, save_result
 from tfolab.lab.session import LabResult
 
@@ -43,7 +48,7 @@ class SessionNameScreen(ModalScreen[str]):
                 "Your teacher collects every real run you make, saved with this name.",
                 id="session-name-help",
             )
-            yield Input(placeholder="e.g. Ada L.", id="session-name", max_length=60)
+            yield Input(placeholder="e.g. Ada L.", id="session-name", max_length=NAME_MAX)
             yield Static("", id="session-name-error")
 
     def on_mount(self) -> None:
@@ -51,7 +56,7 @@ class SessionNameScreen(ModalScreen[str]):
 
     @on(Input.Submitted, "#session-name")
     def _submitted(self, event: Input.Submitted) -> None:
-        name = event.value.strip()
+        name = clean_name(event.value)
         if not name:
             self.query_one("#session-name-error", Static).update("Type a name, then Enter.")
             return
@@ -73,5 +78,9 @@ class Classroom:
         """The run's `run --json` object and the session's name, as one file; None if not kept."""
         if self.directory is None:
             return None
-        payload = {"session": self.session or "", "run": result.to_json()}
+        payload = {
+            "session": clean_name(self.session or ""),
+            "identity": session_identity(),
+            "run": result.to_json(),
+        }
         return save_result(self.directory, "run", payload)

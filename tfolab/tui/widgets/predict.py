@@ -5,6 +5,9 @@ Rules:
   on screen while it is asked. One field per quantity of the scenario
   (tfolab.lab.quantities), in ms or in D and RTT (tfolab.lab.expression);
   the student's name and the results folder ($TFOLAB_RESULTS_DIR filled in).
+- The name is at most NAME_MAX characters and cleaned of control and bidi
+  characters (tfolab.lab.names). In a served session the folder is serve's:
+  shown, not editable (tfolab.lab.attempts.results_dir ignores the field).
 - Enter in any field checks every field; problems show inline, under their
   field, in one line. Only a complete set leaves, as PredictForm.Committed.
 - The GradePanel only displays a tfolab.lab.grading.Grade: one sentence per
@@ -23,9 +26,11 @@ from textual.message import Message
 from textual.widgets import Input, Label, Static
 
 from tfolab.core.errors import UserError
-from tfolab.lab.attempts import check_results_dir, results_dir
+from tfolab.lab.attempts import check_results_dir, fixed_results_dir, results_dir
 from tfolab.lab.expression import EXAMPLES, Expression, ExpressionError, parse
 from tfolab.lab.grading import Grade
+from tfolab.lab.identity import is_served
+from tfolab.lab.names import NAME_MAX, clean_name
 from tfolab.lab.quantities import Quantity
 
 
@@ -51,9 +56,24 @@ class PredictForm(VerticalScroll):
         yield Static("", id="predict-intro")
         yield Vertical(id="predict-fields")
         yield Label("Your name", classes="field-label")
-        yield Input(self._student, id="student", placeholder="as your teacher will see it")
-        yield Label("Save results in (folder; empty: not saved)", classes="field-label")
-        yield Input(self._folder, id="results-dir", placeholder="e.g. ~/tfolab-results")
+        yield Input(
+            clean_name(self._student),
+            id="student",
+            placeholder="as your teacher will see it",
+            max_length=NAME_MAX,
+        )
+        if is_served() and fixed_results_dir() is not None:
+            yield Label("Saved in your class's results folder", classes="field-label")
+        elif is_served():
+            yield Label("Not saved: your teacher collects no results", classes="field-label")
+        else:
+            yield Label("Save results in (folder; empty: not saved)", classes="field-label")
+        yield Input(
+            self._folder,
+            id="results-dir",
+            placeholder="e.g. ~/tfolab-results",
+            disabled=is_served(),
+        )
         yield Static("", id="results-error", classes="field-error")
         yield Static(
             Text.assemble(
@@ -126,7 +146,7 @@ class PredictForm(VerticalScroll):
                 first_bad = first_bad or field
             _show(field, message, problem)
         folder_field = self.query_one("#results-dir", Input)
-        student = " ".join(self.query_one("#student", Input).value.split())
+        student = clean_name(self.query_one("#student", Input).value)
         folder = results_dir(folder_field.value)
         problem = ""
         if folder is not None:
