@@ -40,9 +40,13 @@ from tfolab.core.slots import SlotTable
 ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
 
 
-def start_serve(python: str, results: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_serve(python: str, results: Path, sessions: int) -> tuple[subprocess.Popen[bytes], str]:
+    """serve, and its printed address (port and token). Every session comes from 127.0.0.1,
+    so the cap per client is lifted to the class's size."""
+    cap = str(max(sessions, 1))
+    bounds = ["--max-sessions", cap, "--max-per-client", cap]
     process = subprocess.Popen(
-        [python, "-m", "tfolab", "serve", "--port", "0", "--results", str(results)],
+        [python, "-m", "tfolab", "serve", "--port", "0", "--results", str(results), *bounds],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -53,14 +57,15 @@ def start_serve(python: str, results: Path) -> tuple[subprocess.Popen[bytes], in
         if not byte:
             sys.exit(f"serve did not start: {seen.decode(errors='replace')}")
         seen += byte
-    port = int(re.search(rb"127\.0\.0\.1:(\d+)/", seen).group(1))  # type: ignore[union-attr]
-    return process, port
+    found = re.search(rb"127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+)", seen)
+    assert found is not None, seen
+    return process, f"127.0.0.1:{found.group(1).decode()}/ws?token={found.group(2).decode()}"
 
 
 class Student:
-    def __init__(self, number: int, port: int, results: Path) -> None:
+    def __init__(self, number: int, address: str, results: Path) -> None:
         self.name = f"student-{number:02d}"
-        self.url = f"ws://127.0.0.1:{port}/ws?width=140&height=45"
+        self.url = f"ws://{address}&width=140&height=45"
         self.results = results
         self.screen = ""
         self.pressed = 0.0
@@ -148,8 +153,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-async def classroom(sessions: int, port: int, results: Path, serve_pid: int) -> None:
-    students = [Student(i, port, results) for i in range(1, sessions + 1)]
+async def classroom(sessions: int, address: str, results: Path, serve_pid: int) -> None:
+    students = [Student(i, address, results) for i in range(1, sessions + 1)]
     all_open = asyncio.Event()
     memory: list[int] = []
     timeout = aiohttp.ClientTimeout(total=None)
@@ -232,10 +237,10 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="tfolab-classroom-"))
     os.chmod(base, 0o755)
     results = base / "results"
-    process, port = start_serve(args.python, results)
+    process, address = start_serve(args.python, results, args.sessions)
     behind_the_sessions()
     try:
-        asyncio.run(classroom(args.sessions, port, results, process.pid))
+        asyncio.run(classroom(args.sessions, address, results, process.pid))
         if args.keep is not None:
             shutil.copytree(results, args.keep, dirs_exist_ok=True)
     finally:
