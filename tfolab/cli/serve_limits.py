@@ -32,9 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-per-client",
         type=int,
-        default=DEFAULT_PER_CLIENT,
+        default=None,
         metavar="N",
-        help=f"sessions at once from one client address (default {DEFAULT_PER_CLIENT})",
+        help="sessions at once from one client address "
+        f"(default {DEFAULT_PER_CLIENT}, or --max-sessions if fewer)",
     )
     parser.add_argument(
         "--idle-minutes",
@@ -54,14 +55,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def session_limits(args: argparse.Namespace) -> SessionLimits:
     if not 1 <= args.max_sessions <= MAX_SESSIONS:
-        raise UserError(f"--max-sessions {args.max_sessions}", f"give 1 to {MAX_SESSIONS}")
-    if not 1 <= args.max_per_client <= args.max_sessions:
         raise UserError(
-            f"--max-per-client {args.max_per_client}",
-            f"give 1 to --max-sessions ({args.max_sessions})",
+            f"--max-sessions {args.max_sessions} is out of range", f"give 1 to {MAX_SESSIONS}"
+        )
+    per_client = args.max_per_client
+    if per_client is None:
+        per_client = min(DEFAULT_PER_CLIENT, args.max_sessions)
+    if not 1 <= per_client <= args.max_sessions:
+        raise UserError(
+            f"--max-per-client {per_client} is not 1 to --max-sessions ({args.max_sessions})",
+            "give fewer per client, or more sessions",
         )
     if not 0 < args.idle_minutes <= 24 * 60:
-        raise UserError(f"--idle-minutes {args.idle_minutes:g}", "give more than 0, up to 1440")
+        raise UserError(
+            f"--idle-minutes {args.idle_minutes:g} is out of range", "give more than 0, up to 1440"
+        )
     if args.session_memory_mb < MIN_MEMORY_MB:
         raise UserError(
             f"--session-memory-mb {args.session_memory_mb} is too small for a tfolab UI",
@@ -69,7 +77,7 @@ def session_limits(args: argparse.Namespace) -> SessionLimits:
         )
     return SessionLimits(
         sessions=args.max_sessions,
-        per_client=args.max_per_client,
+        per_client=per_client,
         idle_s=args.idle_minutes * 60,
         memory_bytes=args.session_memory_mb * 1024 * 1024,
         processes=args.max_sessions * PROCESSES_PER_SESSION,
