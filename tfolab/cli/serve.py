@@ -15,6 +15,8 @@ Rules:
   before it listens. Sessions' real runs then go through unprivileged user
   namespaces, as any non-root run does; where those are refused, a real probe
   says so and every session shows why real runs are off.
+- Started as root, folders come from flags only, never from TFOLAB_*
+  variables in serve's environment (serve_env).
 - Sessions get a private HOME (and XDG folders, TMPDIR, working directory)
   that is removed when serve stops; with --results DIR they save their runs
   in DIR (TFOLAB_RESULTS_DIR). Nothing else is written.
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfolab.cli import serve_limits
+from tfolab.cli.serve_env import check_inherited_folders
 from tfolab.cli.serve_token import TOKEN_ENV, choose_token
 from tfolab.core.errors import UserError
 
@@ -242,6 +245,7 @@ def handle(args: argparse.Namespace) -> int:
     from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
     from tfolab.tui.web_guard import host_names
 
+    check_inherited_folders()
     token = choose_token(args.token, args.token_file)
     limits = serve_limits.session_limits(args)
     hosts = host_names(check_hosts(args.allow_host))
