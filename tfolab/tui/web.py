@@ -119,6 +119,8 @@ class ClassroomServer(Server):
                 await relay(websocket, service, clock)
             except asyncio.CancelledError:
                 await websocket.close()
+            except ConnectionError:
+                pass  # the browser went away mid-message: an ordinary end
             except Exception:
                 log.exception("a session ended with an error")
             finally:
