@@ -1,6 +1,7 @@
 """A real browser (Debian's chromium, headless, through Playwright) against `tfolab serve`:
-the address with the token becomes one without it, and a page of another site that
-opens our websocket from the same browser is refused. No real run is made."""
+the address with the token becomes one without it, a page of another site that opens
+our websocket from the same browser is refused, and a link with the token on another
+site still opens the class. No real run is made."""
 
 from __future__ import annotations
 
@@ -31,8 +32,7 @@ def browser() -> Iterator:  # type: ignore[type-arg]
         launched.close()
 
 
-def _another_site(port: int) -> ThreadingHTTPServer:
-    page = EVIL.replace("PORT", str(port)).encode()
+def _another_site(page: bytes) -> ThreadingHTTPServer:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -58,9 +58,9 @@ def test_the_token_leaves_the_address_and_other_sites_are_refused(serve, browser
     assert page.url == served.local_url()  # the token is not in the address bar
     (cookie,) = context.cookies()
     assert cookie["name"] == "tfolab_token" and cookie["httpOnly"]
-    assert cookie["sameSite"] == "Strict"
+    assert cookie["sameSite"] == "Lax"  # sent when a link elsewhere leads here, never to a socket
     # Same browser, cookie in its jar: another site's page tries our websocket.
-    site = _another_site(served.port)
+    site = _another_site(EVIL.replace("PORT", str(served.port)).encode())
     try:
         evil = context.new_page()
         evil.goto(f"http://127.0.0.2:{site.server_address[1]}/")
@@ -70,3 +70,18 @@ def test_the_token_leaves_the_address_and_other_sites_are_refused(serve, browser
         site.shutdown()
     log = served.stop()
     assert '"GET /" 303' in log and '"GET /ws" 101' in log and '"GET /ws" 403' in log, log
+
+
+def test_a_link_with_the_token_on_another_site_opens_the_class(serve, browser) -> None:
+    """The class's address posted on a course page: the click, the redirect and the page."""
+    served = serve()
+    link = f'<!doctype html><a id="go" href="{served.local_url(f"?token={served.token}")}">lab</a>'
+    site = _another_site(link.encode())
+    try:
+        page = browser.new_context().new_page()
+        page.goto(f"http://127.0.0.2:{site.server_address[1]}/")
+        page.click("#go")
+        page.wait_for_selector("body.-first-byte", timeout=60_000)
+        assert page.url == served.local_url()
+    finally:
+        site.shutdown()

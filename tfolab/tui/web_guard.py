@@ -10,8 +10,9 @@ Rules, checked in this order on every request (the page, its files, its websocke
 - Token: `?token=T` or the cookie, compared as bytes in constant time; a
   value that is not text (a cookie `\\xff`) is a refusal like any wrong one,
   never an exception. Anything else is a plain 403.
-- The page opened with `?token=T` gets the cookie and a redirect to the same
-  address without the token, so it leaves the address bar and the history.
+- The page opened with `?token=T` gets the cookie (HttpOnly, SameSite=Lax)
+  and a redirect to the same address without the token, so it leaves the
+  address bar and the history.
 - Every response says `Referrer-Policy: no-referrer`; a refusal never
   echoes what was sent.
 """
@@ -116,7 +117,10 @@ def _without_the_token(request: web.Request, token: str) -> web.Response:
     response = web.Response(
         status=303, headers={"Location": str(rest), "Cache-Control": "no-store"}
     )
-    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict", path="/")
+    # Lax, not Strict: a class's address posted on a course page is a cross-site link,
+    # and its redirect must carry the cookie. Cross-site sockets get no Lax cookie (and
+    # no entry: the Origin check).
+    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Lax", path="/")
     return response
 
 
