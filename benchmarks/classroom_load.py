@@ -1,13 +1,15 @@
 """A classroom at once: N browser sessions of `tfolab serve`, each running its lab for real.
 
-Starts `tfolab serve --results DIR` on 127.0.0.1, then N real websocket clients
-speaking textual-serve's protocol (what the page's script sends: ["stdin", keys],
+Starts `tfolab serve --results DIR` on 127.0.0.1 (its token; as many places as
+sessions), then N real websocket clients speaking textual-serve's protocol
+(what the page's script sends: ["stdin", keys],
 ["resize", {...}]) connect at the same moment. Each types a session name, opens
 the first lab, types its predictions and presses r; its run is over when the
 session saves it in DIR.
 Prints: measurements in band (%), slot wait p50/p99, time to result p50/p99
 (from the key press to the saved result), memory per session (PSS of each
-session's processes, read from /proc, while all are open).
+session's processes, read from /proc, while all are open), and what one more
+tab and a script opening 300 tabs see while the class is full.
 
     python benchmarks/classroom_load.py --sessions 30 [--python PY]
 
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import aiohttp
@@ -165,10 +168,43 @@ async def classroom(sessions: int, address: str, results: Path, serve_pid: int) 
                 break
             await asyncio.sleep(0.5)
         memory = session_pss_kib(serve_pid)
+        beyond = await beyond_the_class(address)  # the class is full: serve's --max-sessions
         all_open.set()
         done = await asyncio.gather(*tasks, return_exceptions=True)
     errors = [d for d in done if isinstance(d, BaseException)]
     report(students, memory, errors)
+    for line in beyond:
+        print(line)
+
+
+async def _tab(http: aiohttp.ClientSession, url: str) -> int:
+    try:
+        async with http.ws_connect(url):
+            return 101
+    except aiohttp.WSServerHandshakeError as err:
+        return err.status
+
+
+async def beyond_the_class(address: str) -> list[str]:
+    """What one more tab, and a script opening 300 tabs at once (from another address), see
+    while every place is taken."""
+    url = f"ws://{address}&width=80&height=24"
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(cookie_jar=jar) as http:
+        async with http.get("http://" + address.replace("/ws?", "/?")) as page:
+            full = page.status, "The class is full" in await page.text()
+        one_more = await _tab(http, url)
+    connector = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0), limit=0)
+    started = time.monotonic()
+    async with aiohttp.ClientSession(connector=connector) as http:
+        tabs = await asyncio.gather(*(_tab(http, url) for _ in range(300)))
+    took = time.monotonic() - started
+    counts = ", ".join(f"{n} x {status}" for status, n in sorted(Counter(tabs).items()))
+    return [
+        f"one more session          page {full[0]} (class-is-full page: {full[1]}), "
+        f"websocket {one_more}",
+        f"a 300-tab script          {counts} in {took:.1f} s",
+    ]
 
 
 def report(students: list[Student], memory: list[int], errors: list[BaseException]) -> None:
