@@ -1,13 +1,15 @@
 """A classroom at once: N browser sessions of `tfolab serve`, each running its lab for real.
 
-Starts `tfolab serve --results DIR` on 127.0.0.1, then N real websocket clients
-speaking textual-serve's protocol (what the page's script sends: ["stdin", keys],
+Starts `tfolab serve --results DIR` on 127.0.0.1 (its token; as many places as
+sessions), then N real websocket clients speaking textual-serve's protocol
+(what the page's script sends: ["stdin", keys],
 ["resize", {...}]) connect at the same moment. Each types a session name, opens
 the first lab, types its predictions and presses r; its run is over when the
 session saves it in DIR.
 Prints: measurements in band (%), slot wait p50/p99, time to result p50/p99
 (from the key press to the saved result), memory per session (PSS of each
-session's processes, read from /proc, while all are open).
+session's processes, read from /proc, while all are open), and what one more
+tab and a script opening 300 tabs see while the class is full.
 
     python benchmarks/classroom_load.py --sessions 30 [--python PY]
 
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import aiohttp
@@ -40,9 +43,13 @@ from tfolab.core.slots import SlotTable
 ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
 
 
-def start_serve(python: str, results: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_serve(python: str, results: Path, sessions: int) -> tuple[subprocess.Popen[bytes], str]:
+    """serve, and its printed address (port and token). Every session comes from 127.0.0.1,
+    so the cap per client is lifted to the class's size."""
+    cap = str(max(sessions, 1))
+    bounds = ["--max-sessions", cap, "--max-per-client", cap]
     process = subprocess.Popen(
-        [python, "-m", "tfolab", "serve", "--port", "0", "--results", str(results)],
+        [python, "-m", "tfolab", "serve", "--port", "0", "--results", str(results), *bounds],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -53,14 +60,15 @@ def start_serve(python: str, results: Path) -> tuple[subprocess.Popen[bytes], in
         if not byte:
             sys.exit(f"serve did not start: {seen.decode(errors='replace')}")
         seen += byte
-    port = int(re.search(rb"127\.0\.0\.1:(\d+)/", seen).group(1))  # type: ignore[union-attr]
-    return process, port
+    found = re.search(rb"127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+)", seen)
+    assert found is not None, seen
+    return process, f"127.0.0.1:{found.group(1).decode()}/ws?token={found.group(2).decode()}"
 
 
 class Student:
-    def __init__(self, number: int, port: int, results: Path) -> None:
+    def __init__(self, number: int, address: str, results: Path) -> None:
         self.name = f"student-{number:02d}"
-        self.url = f"ws://127.0.0.1:{port}/ws?width=140&height=45"
+        self.url = f"ws://{address}&width=140&height=45"
         self.results = results
         self.screen = ""
         self.pressed = 0.0
@@ -148,8 +156,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-async def classroom(sessions: int, port: int, results: Path, serve_pid: int) -> None:
-    students = [Student(i, port, results) for i in range(1, sessions + 1)]
+async def classroom(sessions: int, address: str, results: Path, serve_pid: int) -> None:
+    students = [Student(i, address, results) for i in range(1, sessions + 1)]
     all_open = asyncio.Event()
     memory: list[int] = []
     timeout = aiohttp.ClientTimeout(total=None)
@@ -160,10 +168,43 @@ async def classroom(sessions: int, port: int, results: Path, serve_pid: int) -> 
                 break
             await asyncio.sleep(0.5)
         memory = session_pss_kib(serve_pid)
+        beyond = await beyond_the_class(address)  # the class is full: serve's --max-sessions
         all_open.set()
         done = await asyncio.gather(*tasks, return_exceptions=True)
     errors = [d for d in done if isinstance(d, BaseException)]
     report(students, memory, errors)
+    for line in beyond:
+        print(line)
+
+
+async def _tab(http: aiohttp.ClientSession, url: str) -> int:
+    try:
+        async with http.ws_connect(url):
+            return 101
+    except aiohttp.WSServerHandshakeError as err:
+        return err.status
+
+
+async def beyond_the_class(address: str) -> list[str]:
+    """What one more tab, and a script opening 300 tabs at once (from another address), see
+    while every place is taken."""
+    url = f"ws://{address}&width=80&height=24"
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(cookie_jar=jar) as http:
+        async with http.get("http://" + address.replace("/ws?", "/?")) as page:
+            full = page.status, "The class is full" in await page.text()
+        one_more = await _tab(http, url)
+    connector = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0), limit=0)
+    started = time.monotonic()
+    async with aiohttp.ClientSession(connector=connector) as http:
+        tabs = await asyncio.gather(*(_tab(http, url) for _ in range(300)))
+    took = time.monotonic() - started
+    counts = ", ".join(f"{n} x {status}" for status, n in sorted(Counter(tabs).items()))
+    return [
+        f"one more session          page {full[0]} (class-is-full page: {full[1]}), "
+        f"websocket {one_more}",
+        f"a 300-tab script          {counts} in {took:.1f} s",
+    ]
 
 
 def report(students: list[Student], memory: list[int], errors: list[BaseException]) -> None:
@@ -232,10 +273,10 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="tfolab-classroom-"))
     os.chmod(base, 0o755)
     results = base / "results"
-    process, port = start_serve(args.python, results)
+    process, address = start_serve(args.python, results, args.sessions)
     behind_the_sessions()
     try:
-        asyncio.run(classroom(args.sessions, port, results, process.pid))
+        asyncio.run(classroom(args.sessions, address, results, process.pid))
         if args.keep is not None:
             shutil.copytree(results, args.keep, dirs_exist_ok=True)
     finally:

@@ -43,6 +43,11 @@ class Served:
     def local_url(self, query: str = "") -> str:
         return f"http://127.0.0.1:{self.port}/{query}"
 
+    def ws_url(self, query: str = "width=100&height=30", host: str = "127.0.0.1") -> str:
+        """The websocket address with the token, as a page with the cookie would reach it."""
+        token = f"token={self.token}&" if self.token else ""
+        return f"ws://{host}:{self.port}/ws?{token}{query}"
+
     def stop(self) -> str:
         """SIGTERM, wait, and everything it printed."""
         if self.process.poll() is None:

@@ -55,7 +55,7 @@ async def test_every_session_shares_one_autogroup_at_nice_19(serve, as_a_shell_j
     # (a container's, a CI runner's) is in the root group, whose file is empty.
     ours_before = Path("/proc/self/autogroup").read_text()
     served = serve(as_a_shell_job=as_a_shell_job)
-    ws_url = served.local_url("ws?width=100&height=30").replace("http", "ws")
+    ws_url = served.ws_url()
     async with aiohttp.ClientSession() as http:
         sockets = [await _first_screen(ws_url, http) for _ in range(2)]
         sessions = _sessions(served.process.pid)
@@ -78,7 +78,7 @@ async def test_every_session_shares_one_autogroup_at_nice_19(serve, as_a_shell_j
 
 async def test_sessions_name_their_server_for_the_spare_cpu(serve) -> None:
     served = serve(as_a_shell_job=True)  # the server is then the waiter's child
-    ws_url = served.local_url("ws?width=100&height=30").replace("http", "ws")
+    ws_url = served.ws_url()
     async with aiohttp.ClientSession() as http:
         websocket = await _first_screen(ws_url, http)
         (session,) = _sessions(served.process.pid)

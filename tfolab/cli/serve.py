@@ -2,16 +2,21 @@
 
 Rules:
 - Everything is checked before anything starts (host, port, token, user,
-  results folder): a mistake is one line and exit 2.
-- Only 127.0.0.1 (or another loopback address) goes without a token; on any
-  other address a token is required, generated (secrets) and printed as a
-  ready URL when not given. The token goes to stdout once, never to a log.
+  results folder, the class's bounds): a mistake is one line and exit 2.
+- Every address needs a token, loopback too (serve_token: --token,
+  --token-file, $TFOLAB_SERVE_TOKEN, else generated), and every request a
+  Host this machine answers to and no other site's Origin (tui.web_guard).
+  The token goes to stdout once, in the ready URL, never to a log.
+- The class is bounded (serve_limits, tui.web_sessions): sessions in all and
+  per client, an idle timeout, each session's memory and the class's processes.
 - Never root on the web side: started as root, serve binds its port, makes
   its private folder (and the results folder) for the unprivileged user, then
   drops to that user (--user, default `tfolab` if it exists, else `nobody`)
   before it listens. Sessions' real runs then go through unprivileged user
   namespaces, as any non-root run does; where those are refused, a real probe
   says so and every session shows why real runs are off.
+- Started as root, folders come from flags only, never from TFOLAB_*
+  variables in serve's environment (serve_env).
 - Sessions get a private HOME (and XDG folders, TMPDIR, working directory)
   that is removed when serve stops; with --results DIR they save their runs
   in DIR (TFOLAB_RESULTS_DIR), and only there; DIR is prepared by
@@ -23,11 +28,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ipaddress
 import json
 import os
 import re
-import secrets
 import shlex
 import shutil
 import socket
@@ -37,6 +40,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tfolab.cli import serve_limits
+from tfolab.cli.serve_env import check_inherited_folders
+from tfolab.cli.serve_token import TOKEN_ENV, choose_token
 from tfolab.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -46,7 +52,7 @@ NAME = "serve"
 HELP = "the UI in a browser, one tfolab session per tab (textual-serve)"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-TOKEN = re.compile(r"[A-Za-z0-9_-]{8,128}")
+HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,8 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--host",
         default=DEFAULT_HOST,
         metavar="ADDR",
-        help=f"address to listen on (default {DEFAULT_HOST}; any other needs a token, "
-        "e.g. 0.0.0.0 for a classroom)",
+        help=f"address to listen on (default {DEFAULT_HOST}; e.g. 0.0.0.0 for a classroom)",
     )
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, metavar="N", help=f"port (default {DEFAULT_PORT})"
@@ -63,8 +68,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token",
         metavar="T",
-        help="the secret every browser needs (8+ letters, digits, - or _); generated and "
-        "printed in the URL when another host than loopback is given without one",
+        help="the secret every browser needs (8+ letters, digits, - or _; visible in ps: "
+        f"prefer --token-file or ${TOKEN_ENV}); generated and printed in the URL if not given",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="read the token from FILE (a file only you may read, e.g. chmod 600)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name students may use in the address besides IP addresses, localhost and "
+        "this machine's name (repeatable); other names are refused (DNS rebinding)",
     )
     parser.add_argument(
         "--user",
@@ -77,29 +95,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="save every session's real runs (with the name the student types) in DIR",
     )
+    serve_limits.add_arguments(parser)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_token(token: str | None, host: str) -> str | None:
-    """The token to require (None: none needed); UserError for a malformed one."""
-    if token is not None:
-        if not TOKEN.fullmatch(token):
-            raise UserError(
-                "--token must be 8 to 128 letters, digits, - or _",
-                "give another, or leave --token out to get one generated",
-            )
-        return token
-    if is_loopback(host):
-        return None
-    return secrets.token_urlsafe(18)
+def check_hosts(names: list[str]) -> list[str]:
+    for name in names:
+        if not HOST_NAME.fullmatch(name):
+            raise UserError(f"--allow-host {name!r} is not a host name", "give a name like lab-pc")
+    return names
 
 
 def check_user(name: str | None) -> Account | None:
@@ -140,13 +143,13 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def ready_url(host: str, port: int, token: str | None) -> str:
+def ready_url(host: str, port: int, token: str) -> str:
     shown = host
     if host in ("0.0.0.0", "::", ""):
         shown = socket.gethostname()
     elif ":" in host:
         shown = f"[{host}]"
-    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    return f"http://{shown}:{port}/?token={token}"
 
 
 def private_home(account: Account | None) -> Path:
@@ -221,8 +224,12 @@ def handle(args: argparse.Namespace) -> int:
     from tfolab.lab.environment import REAL_RUNS_OFF_ENV
     from tfolab.lab.results_folder import check_results, prepare_results
     from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
+    from tfolab.tui.web_guard import host_names
 
-    token = check_token(args.token, args.host)
+    check_inherited_folders()
+    token = choose_token(args.token, args.token_file)
+    limits = serve_limits.session_limits(args)
+    hosts = host_names(check_hosts(args.allow_host))
     results = check_results(args.results)
     account = check_user(args.user)
     sock = bind(args.host, args.port)
@@ -261,7 +268,7 @@ def handle(args: argparse.Namespace) -> int:
         sock.listen(128)  # unprivileged now; early browsers wait in the backlog until served
         _announce(sock, args.host, token, account, results, off)
         command = shlex.join([sys.executable, "-m", "tfolab"])
-        ClassroomServer(command, sock, token, title="tfolab").serve()
+        ClassroomServer(command, sock, token, "tfolab", hosts, limits).serve()
     finally:
         sock.close()
         with contextlib.suppress(OSError):
@@ -272,7 +279,7 @@ def handle(args: argparse.Namespace) -> int:
 def _announce(
     sock: socket.socket,
     host: str,
-    token: str | None,
+    token: str,
     account: Account | None,
     results: Path | None,
     off: str | None,

@@ -1,11 +1,14 @@
 """Dropping root for good: the web side of `tfolab serve` runs as an unprivileged user.
 
 Rules:
-- The user is looked up (and refused with a fix) before anything starts.
+- The user is looked up (and refused with a fix) before anything starts;
+  root, and a user whose primary group is root's (gid 0), are refused.
 - `drop_to(user)` clears the supplementary groups, then sets the group, then
   the user (real, effective and saved), and checks that root cannot be taken
-  back. Anything that needs root (binding a port below 1024, making a
-  directory for that user) happens before it.
+  back. A parent-death signal armed before (core.lifetime) is armed again
+  after, since the kernel drops it with the old credentials. Anything that
+  needs root (binding a port below 1024, making a directory for that user)
+  happens before it.
 - Nothing here runs a command: only the setgroups/setgid/setuid system calls.
 """
 
@@ -15,6 +18,7 @@ import os
 import pwd
 from dataclasses import dataclass
 
+from tfolab.core import lifetime
 from tfolab.core.errors import UserError
 
 DEFAULT_USERS = ("tfolab", "nobody")  # the first that exists is the default
@@ -52,11 +56,18 @@ def find_account(name: str) -> Account:
             f"--user {name} is root",
             "give an unprivileged user (e.g. --user nobody): the web side never runs as root",
         )
+    if entry.pw_gid == 0:
+        raise UserError(
+            f"--user {name}: its primary group is root's (gid 0)",
+            "give a user whose group is not root (e.g. --user nobody), "
+            "or change its group: usermod -g GROUP " + entry.pw_name,
+        )
     return Account(entry.pw_name, entry.pw_uid, entry.pw_gid)
 
 
 def drop_to(account: Account) -> None:
     """Become `account` for good (this process and everything it starts)."""
+    death_signal, parent = lifetime.parent_death_signal(), os.getppid()
     os.setgroups([])
     os.setgid(account.gid)
     os.setuid(account.uid)
@@ -68,3 +79,5 @@ def drop_to(account: Account) -> None:
         raise RuntimeError("root could be taken back after dropping privileges")
     if os.getuid() != account.uid or os.geteuid() != account.uid or os.getegid() != account.gid:
         raise RuntimeError(f"privileges were not dropped to {account.name}")
+    if death_signal:
+        lifetime.die_with_parent(death_signal, parent)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from tfolab.core.errors import UserError
+from tfolab.lab import served_budget
 from tfolab.lab.bench_plan import DEFAULT_REQUESTS, BenchPlan
 from tfolab.lab.bench_predict import CpuTerm, predicted_gain_pct
 from tfolab.runner import client
@@ -226,6 +227,7 @@ def _job(plan: BenchPlan, delay_ms: float) -> BenchJob:
 
 async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> BenchResult:
     """Every delay of the plan, one runner each; the result with its predictions."""
+    served_budget.check_bench(plan)  # a served session's bench fits the class's budget
     started = time.monotonic()
     result = BenchResult(plan)
     # Progress in expected seconds: a run at D = 75 ms lasts a hundred D = 0 rounds.
@@ -243,7 +245,10 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
         backend, late_ms = "none", 0.0
         report(finished, f"D = {delay:g} ms: setting up the namespace")
         async for event in client.stream_events(
-            job, module="tfolab.runner.bench_main", timeout_s=_timeout_s(job)
+            job,
+            module="tfolab.runner.bench_main",
+            timeout_s=_timeout_s(job),
+            hold_cap_s=served_budget.hold_cap_s(),
         ):
             if isinstance(event, Failed):
                 raise UserError(event.reason, event.fix)

@@ -22,7 +22,7 @@ from tfolab.core import kernel, native
 from tfolab.core.errors import UserError
 from tfolab.core.slots import SlotTable
 from tfolab.lab import counters as counter_check
-from tfolab.lab import packets
+from tfolab.lab import packets, served_budget
 from tfolab.lab.catalog import Lab
 from tfolab.model import Accuracy, Simulation, simulate
 from tfolab.model.domain import gso_packets_per_burst
@@ -423,7 +423,9 @@ async def run(
     """
     likely = check_run(planned, delay_ms, backend)
     # the model's own checks, before the runner starts
-    check_small_queues(predict(lab, planned, delay_ms, backend=likely), likely)
+    predicted = predict(lab, planned, delay_ms, backend=likely)
+    check_small_queues(predicted, likely)
+    served_budget.check_run(predicted)  # a served session's run fits the class's budget
     job = Job(
         lab.name,
         delay_ms,
@@ -432,7 +434,7 @@ async def run(
     )
     result: LabResult | None = None
     by_name: dict[str, ScenarioResult] = {}
-    async for event in client.stream_events(job):
+    async for event in client.stream_events(job, hold_cap_s=served_budget.hold_cap_s()):
         if isinstance(event, Failed):
             raise UserError(event.reason, event.fix)
         if isinstance(event, Setup):

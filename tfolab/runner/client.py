@@ -5,6 +5,9 @@ spawns `python -m tfolab.runner`, feeds it a Job and yields its events (length-
 prefixed frames, protocol.read_frame: no line-length limit).
 Leaving the `async for` early, an exception or a cancellation kills the runner;
 everything it started dies with it (see tfolab/runner/__main__.py).
+With `hold_cap_s`, a runner that still runs that long after taking its
+measurement slot (SlotTaken) is killed, which frees the slot at once, and the
+stream ends with a Failed saying so.
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ from tfolab.runner.protocol import (
     Failed,
     FrameError,
     Job,
+    SlotTaken,
     decode_event,
     read_frame,
 )
 
 
 async def stream_events(
-    job: Job | BenchJob, *, timeout_s: float = 600.0, module: str = "tfolab.runner"
+    job: Job | BenchJob,
+    *,
+    timeout_s: float = 600.0,
+    module: str = "tfolab.runner",
+    hold_cap_s: float | None = None,
 ) -> AsyncIterator[Event]:
     """Yield the runner's events; the last one is Done or Failed.
 
@@ -58,12 +66,26 @@ async def stream_events(
         await process.stdin.drain()
         process.stdin.close()
         broken = ""
+        held_until: float | None = None  # loop time by which a held slot must be given back
         async with asyncio.timeout(timeout_s):
             while not finished:
                 try:
-                    body = await read_frame(process.stdout)
+                    async with asyncio.timeout_at(held_until):
+                        body = await read_frame(process.stdout)
                 except FrameError as err:
                     broken = f" ({err})"
+                    break
+                except TimeoutError:
+                    if held_until is None or asyncio.get_running_loop().time() < held_until:
+                        raise
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()  # its slot is free at once (core.slots)
+                    yield Failed(
+                        f"stopped: it held a measurement slot for {hold_cap_s:g} s, the most "
+                        "one served run or bench may",
+                        "ask for fewer iterations, requests or delays, or smaller delays",
+                    )
+                    finished = True
                     break
                 if body is None:
                     break
@@ -73,6 +95,8 @@ async def stream_events(
                     yield Failed(f"the runner said something unexpected: {err}", _REPORT_FIX)
                     finished = True
                     break
+                if isinstance(event, SlotTaken) and hold_cap_s is not None:
+                    held_until = asyncio.get_running_loop().time() + hold_cap_s
                 yield event
                 finished = isinstance(event, Done | Failed)
         if not finished:

@@ -1,105 +1,139 @@
-"""The UI in a browser: textual-serve, one tfolab UI process per browser tab, behind a token.
+"""The UI in a browser: textual-serve, one tfolab UI process per browser tab, guarded and bounded.
 
 Rules:
 - textual-serve's aiohttp app does the serving: the page, its static files,
   and a websocket per tab that drives one `tfolab` UI process (its command).
-- With a token, every request needs it: `?token=T` in the URL, or the cookie
-  the page's first response sets (so the page's own files and its websocket
-  carry it). Anything else gets a plain 403 and nothing starts.
-- The token is never logged: the access log shows the path without its query.
+- Every request passes the guard first (web_guard: Host, Origin, token);
+  a refused one gets a plain 4xx and nothing starts.
+- Sessions are counted, bounded and timed out (web_sessions); the page says
+  "the class is full" rather than opening a terminal that cannot start.
+- What is logged is safe for the teacher's console (web_log): no token, no
+  query, no raw control characters, no local variables.
 - The socket is bound by the caller (who may be root, for a port below 1024)
   and only listened on here, after privileges are dropped.
-- The page's URLs follow the address the browser used (its Host header), so a
-  student's laptop gets a websocket address it can reach.
+- The page's URLs follow the address the browser used (its Host header, which
+  the guard checked), so a student's laptop gets a websocket address it can reach.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
+import html
 import logging
 import signal
 import socket
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp_jinja2
 from aiohttp import web
-from aiohttp.abc import AbstractAccessLogger
 from textual_serve.server import Server
 
-TOKEN_COOKIE = "tfolab_token"
-REFUSED = "403: this tfolab classroom needs its token; open the address `tfolab serve` printed.\n"
+from tfolab.tui.web_guard import guard_middleware, no_referrer
+from tfolab.tui.web_log import PathOnlyAccessLogger, quiet_logging
+from tfolab.tui.web_sessions import (
+    FULL_PAGE,
+    MAX_MESSAGE,
+    IdleClock,
+    LimitedAppService,
+    SessionLimits,
+    Sessions,
+    bounded,
+    bounded_size,
+    relay,
+)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class PathOnlyAccessLogger(AbstractAccessLogger):
-    """One line per request: who, method, path (never the query: it may hold the token), status."""
-
-    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        self.logger.info(
-            '%s "%s %s" %s %.1f ms',
-            request.remote,
-            request.method,
-            request.path,
-            response.status,
-            time * 1000,
-        )
-
-
-def token_middleware(token: str) -> Any:
-    @web.middleware
-    async def check_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-        given = request.query.get("token") or request.cookies.get(TOKEN_COOKIE) or ""
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return web.Response(status=403, text=REFUSED)
-        response = await handler(request)
-        if "token" in request.query and request.path == "/" and not response.prepared:
-            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
-        return response
-
-    return check_token
+log = logging.getLogger("tfolab.serve")
 
 
 class ClassroomServer(Server):
-    """textual-serve's Server with a token check, a quiet access log and a pre-bound socket."""
+    """textual-serve's Server behind the guard, with bounded sessions and a safe log."""
 
-    def __init__(self, command: str, sock: socket.socket, token: str | None, title: str) -> None:
+    def __init__(
+        self,
+        command: str,
+        sock: socket.socket,
+        token: str,
+        title: str,
+        hosts: frozenset[str],
+        limits: SessionLimits,
+    ) -> None:
         host, port = sock.getsockname()[:2]
         super().__init__(command, host=host, port=port, title=title)
         self.sock = sock
         self.token = token
+        self.hosts = hosts
+        self.limits = limits
+        self.sessions = Sessions(limits)
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
-        if self.token is not None:
-            app.middlewares.append(token_middleware(self.token))
+        app.middlewares.append(guard_middleware(self.token, self.hosts))
+        app.on_response_prepare.append(no_referrer)
         return app
 
     async def on_startup(self, app: web.Application) -> None:
         """Quiet: `tfolab serve` has printed where to go already."""
 
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        refusal = self.sessions.refusal(str(request.remote))
+        if refusal is not None:
+            page = FULL_PAGE.format(reason=html.escape(refusal))
+            return web.Response(status=503, text=page, content_type="text/html")
+        return await self._page(request)
+
     @aiohttp_jinja2.template("app_index.html")
-    async def handle_index(self, request: web.Request) -> dict[str, Any]:
+    async def _page(self, request: web.Request) -> dict[str, Any]:
         base = f"{request.scheme}://{request.host}"
         websocket = ("wss" if request.scheme == "https" else "ws") + f"://{request.host}/ws"
-        try:
-            font_size = int(request.query.get("fontsize", "16"))
-        except ValueError:
-            font_size = 16
         return {
-            "font_size": font_size,
+            "font_size": bounded(request.query.get("fontsize"), 16, 6, 64),
             "app_websocket_url": websocket,
             "config": {"static": {"url": f"{base}/static/"}},
             "application": {"name": self.title},
         }
 
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        client = str(request.remote)
+        refusal = self.sessions.refusal(client)
+        if refusal is not None:
+            raise web.HTTPServiceUnavailable(text=f"503: the class is full. {refusal}\n")
+        width, height = bounded_size(request.query.get("width"), request.query.get("height"))
+        websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
+        with self.sessions.hold(client):
+            service: LimitedAppService | None = None
+            watcher: asyncio.Task[None] | None = None
+            try:
+                await websocket.prepare(request)
+                service = LimitedAppService(
+                    self.command,
+                    write_bytes=websocket.send_bytes,
+                    write_str=websocket.send_str,
+                    close=websocket.close,
+                    download_manager=self.download_manager,
+                    debug=self.debug,
+                    sessions=self.sessions,
+                )
+                await service.start(width, height)
+                clock = IdleClock(websocket, self.limits.idle_s)
+                watcher = asyncio.create_task(clock.watch())
+                await relay(websocket, service, clock)
+            except asyncio.CancelledError:
+                await websocket.close()
+            except ConnectionError:
+                pass  # the browser went away mid-message: an ordinary end
+            except Exception:
+                log.exception("a session ended with an error")
+            finally:
+                if watcher is not None:
+                    watcher.cancel()
+                if service is not None:
+                    await service.stop()
+        return websocket
+
     def serve(self, debug: bool = False) -> None:
         """Listen on the bound socket until SIGINT or SIGTERM."""
         self.debug = debug
-        self.initialize_logging()
-        logging.getLogger("aiohttp.access").setLevel(logging.INFO)
+        quiet_logging()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Label, ProgressBar, Select, Static
 
 from tfolab.core.errors import UserError
+from tfolab.lab import served_budget
 from tfolab.lab.bench import BenchGuide, BenchResult, run_bench
 from tfolab.lab.bench_plan import (
     DEFAULT_DELAYS,
@@ -103,6 +104,7 @@ class BenchScreen(Screen[None]):
             return
         try:
             plan = plan_bench(*self._inputs())
+            served_budget.check_bench(plan)  # refused here, before it starts, when served
         except UserError as err:
             self._banner(f"{err.reason}; fix: {err.fix}" if err.fix else err.reason, "error")
             return

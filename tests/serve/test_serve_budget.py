@@ -1,0 +1,127 @@
+"""A served session cannot hold the machine's measurement slots for long (lab.served_budget):
+a bench beyond its budget is refused in the browser before it starts, a run beyond its
+budget before any runner exists, and a runner still holding its slot at the cap is killed,
+its slot free at once."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.serve.test_serve_autogroup import _sessions
+from tfolab.core import slots
+from tfolab.core.cpus import SERVED_BY_ENV
+from tfolab.core.errors import UserError
+from tfolab.lab import served_budget, session
+from tfolab.lab.catalog import find_lab
+from tfolab.runner import client
+from tfolab.runner.protocol import BenchJob, Failed, SlotTaken
+
+ROOT = Path(__file__).resolve().parents[2]
+ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
+SHIFT_TAB, HOME, CLEAR_RIGHT = "\x1b[Z", "\x01", "\x0b"
+
+
+class Screen:
+    """What the served UI drew, escape sequences stripped."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    async def read(self, websocket: aiohttp.ClientWebSocketResponse) -> None:
+        async for message in websocket:
+            if message.type == aiohttp.WSMsgType.BINARY:
+                self.text += ESCAPES.sub("", message.data.decode(errors="replace"))
+
+    async def wait_for(self, text: str, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while text not in self.text:
+            assert time.monotonic() < deadline, f"no {text!r} on the screen"
+            await asyncio.sleep(0.2)
+
+
+async def test_a_served_bench_beyond_its_budget_is_refused_before_it_starts(serve) -> None:
+    served = serve()
+    screen = Screen()
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(served.ws_url("width=300&height=50"), max_msg_size=0) as websocket,
+    ):
+        reader = asyncio.create_task(screen.read(websocket))
+        try:
+            await screen.wait_for("Labs")
+            await asyncio.sleep(1)
+
+            async def keys(*sequence: str) -> None:
+                for key in sequence:
+                    await websocket.send_json(["stdin", key])
+                    await asyncio.sleep(0.2)
+
+            await keys("b")
+            await screen.wait_for("Press r to run the bench")
+            # 100,000 requests one at a time at 300 and 200 ms: days in the slots.
+            await keys(*[SHIFT_TAB] * 4, HOME, CLEAR_RIGHT, *"300,200")
+            await keys("\t", HOME, CLEAR_RIGHT, *"100000", "\t", HOME, CLEAR_RIGHT, "1")
+            await keys("\t", "\t", "\r")  # past the peer, to Run
+            await screen.wait_for("a served session's bench may take 120 s")
+            assert "Running the bench" not in screen.text
+            (ui,) = _sessions(served.process.pid)
+            assert not _descendants_running(ui, "tfolab.runner.bench_main")
+        finally:
+            reader.cancel()
+
+
+def _descendants_running(pid: int, module: str) -> list[int]:
+    from tests.serve.test_serve import _descendants
+
+    found = []
+    for child in _descendants(pid):
+        try:
+            if module.encode() in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
+        except OSError:
+            continue
+    return found
+
+
+async def test_a_served_run_beyond_its_budget_is_refused_before_any_runner(monkeypatch) -> None:
+    monkeypatch.setenv(SERVED_BY_ENV, "1")
+
+    def no_runner(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a runner was started")
+
+    monkeypatch.setattr(client, "stream_events", no_runner)
+    lab = find_lab("handshake")
+    planned = session.plan(lab, iterations=200)
+    with pytest.raises(UserError, match="a served session's run may take 60 s"):
+        await session.run(lab, planned, 400.0, "auto")
+    small = session.predict(lab, session.plan(lab), 10.0, backend="auto")
+    served_budget.check_run(small)  # the lab's own runs fit easily
+    assert served_budget.run_seconds(small) < served_budget.RUN_BUDGET_S / 4
+    monkeypatch.delenv(SERVED_BY_ENV)
+    served_budget.check_run(session.predict(lab, planned, 400.0, backend="auto"))  # a terminal's
+
+
+async def test_a_runner_holding_its_slot_past_the_cap_is_killed(monkeypatch, tmp_path) -> None:
+    monkeypatch.chdir(ROOT)  # python -m tests.serve.slot_holder
+    monkeypatch.setenv(slots.DIR_ENV, str(tmp_path / "slots"))  # private slots: nobody waits
+    monkeypatch.setenv(slots.SIZE_ENV, "1")
+    job = BenchJob(delay_ms=0, backend="none", requests=1, concurrency=1, servers=("tfolab",))
+    started = time.monotonic()
+    events = [
+        event
+        async for event in client.stream_events(
+            job, module="tests.serve.slot_holder", hold_cap_s=1.0
+        )
+    ]
+    assert isinstance(events[0], SlotTaken)
+    assert isinstance(events[-1], Failed) and "held a measurement slot for 1 s" in events[-1].reason
+    assert time.monotonic() - started < 10
+    table = slots.SlotTable.open()
+    slot = await asyncio.wait_for(asyncio.to_thread(table.acquire), 5)  # free at once
+    slot.release()
