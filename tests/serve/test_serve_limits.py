@@ -160,3 +160,45 @@ def test_bad_bounds_are_one_line_and_start_nothing(args: tuple[str, ...], reason
     done = run_tfolab("serve", *args, timeout=60)
     assert done.returncode == 2 and reason in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+
+
+def _identities(pid: int) -> list[str]:
+    """TFOLAB_SESSION_ID of every UI process under serve."""
+    found = []
+    for child in _sessions(pid):
+        with contextlib.suppress(OSError):
+            for entry in Path(f"/proc/{child}/environ").read_bytes().split(b"\0"):
+                if entry.startswith(b"TFOLAB_SESSION_ID="):
+                    found.append(entry.split(b"=", 1)[1].decode())
+    return sorted(found)
+
+
+async def test_one_browser_is_one_identity_across_its_tabs(serve) -> None:
+    """serve gives each browser a cookie and its sessions that identity, so a reload or
+    a second tab is the same student to `tfolab grade`; another browser, or a cookie
+    that is not one serve makes, gets an identity of its own."""
+    served = serve("--max-per-client", "4")
+    url = served.ws_url()
+    async with _from("127.0.0.1") as browser, _from("127.0.0.2") as other:
+        assert (await _page(browser, served))[0] == 200
+        assert (await _page(other, served))[0] == 200
+        forged = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+        forged.cookie_jar.update_cookies({"tfolab_browser": "x; rm -rf ~"})
+        async with forged:
+            tabs = [
+                await browser.ws_connect(url),
+                await browser.ws_connect(url),
+                await other.ws_connect(url),
+                await forged.ws_connect(f"{url}?token={served.token}"),
+            ]
+
+            async def four_started() -> bool:
+                return len(_identities(served.process.pid)) == 4
+
+            assert await _until(four_started)
+            ids = _identities(served.process.pid)
+            browsers = [i for i in ids if i.startswith("browser ")]
+            assert len(browsers) == 3 and len(set(browsers)) == 2, ids
+            assert next(i for i in ids if not i.startswith("browser ")).startswith("tab ")
+            for tab in tabs:
+                await tab.close()

@@ -1,10 +1,11 @@
 """Who saved an attempt, as the machine knows it: a per-session identity beside the typed name.
 
 Rules:
-- A served session's identity is TFOLAB_SESSION_ID when `tfolab serve` (or
-  its web side) sets one for the session; else, in a served session
-  (TFOLAB_SERVED_BY set), "tab <serve pid>-<random>", drawn once per process:
-  textual-serve runs one process per browser tab, so each tab is one session.
+- A served session's identity is TFOLAB_SESSION_ID, which `tfolab serve`
+  sets for every session: "browser <16 hex>" from the cookie it gives each
+  browser (its tabs and reloads are one student), else "tab <random>". A
+  process served without one (TFOLAB_SERVED_BY set) draws "tab <serve
+  pid>-<random>" once: textual-serve runs one process per browser tab.
   Outside serve it is "uid <uid>@<host>": local users sharing a folder differ.
 - The student never types or sees it; it is saved with every attempt so that
   `tfolab grade` can tell two sessions that typed the same name apart.

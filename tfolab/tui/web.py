@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import secrets
 import signal
 import socket
 from typing import Any
@@ -31,6 +32,7 @@ from textual_serve.server import Server
 from tfolab.tui.web_guard import guard_middleware, no_referrer
 from tfolab.tui.web_log import PathOnlyAccessLogger, quiet_logging
 from tfolab.tui.web_sessions import (
+    BROWSER_COOKIE,
     FULL_PAGE,
     MAX_MESSAGE,
     IdleClock,
@@ -39,6 +41,7 @@ from tfolab.tui.web_sessions import (
     Sessions,
     bounded,
     bounded_size,
+    browser_of,
     relay,
 )
 
@@ -79,7 +82,12 @@ class ClassroomServer(Server):
         if refusal is not None:
             page = FULL_PAGE.format(reason=html.escape(refusal))
             return web.Response(status=503, text=page, content_type="text/html")
-        return await self._page(request)
+        response = await self._page(request)
+        if browser_of(request) is None:
+            response.set_cookie(
+                BROWSER_COOKIE, secrets.token_hex(8), httponly=True, samesite="Lax", path="/"
+            )
+        return response
 
     @aiohttp_jinja2.template("app_index.html")
     async def _page(self, request: web.Request) -> dict[str, Any]:
@@ -112,6 +120,7 @@ class ClassroomServer(Server):
                     download_manager=self.download_manager,
                     debug=self.debug,
                     sessions=self.sessions,
+                    identity=browser_of(request) or f"tab {secrets.token_hex(8)}",
                 )
                 await service.start(width, height)
                 clock = IdleClock(websocket, self.limits.idle_s)

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import resource
 import time
 from collections import Counter
@@ -33,6 +34,10 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 
+from tfolab.lab.identity import SESSION_ID_ENV
+
+BROWSER_COOKIE = "tfolab_browser"  # one browser's identity across its tabs and reloads
+BROWSER_ID = re.compile(r"[0-9a-f]{16}")
 MIN_COLS, MAX_COLS = 20, 400
 MIN_ROWS, MAX_ROWS = 8, 200
 MAX_MESSAGE = 64 * 1024
@@ -126,14 +131,17 @@ class Sessions:
 
 
 class LimitedAppService(AppService):
-    """textual-serve's AppService whose process starts under the session limits."""
+    """textual-serve's AppService whose process starts under the session limits,
+    told which browser it serves (TFOLAB_SESSION_ID, saved with every attempt)."""
 
-    def __init__(self, *args: Any, sessions: Sessions, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, sessions: Sessions, identity: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sessions = sessions
+        self.identity = identity
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
         environment = self._build_environment(width=width, height=height)
+        environment[SESSION_ID_ENV] = self.identity
         self._process = process = await asyncio.create_subprocess_shell(
             self.command,
             stdin=asyncio.subprocess.PIPE,
@@ -145,6 +153,12 @@ class LimitedAppService(AppService):
         assert process.stdin is not None
         self._stdin = process.stdin
         return process
+
+
+def browser_of(request: web.Request) -> str | None:
+    """The browser's identity from its cookie ("browser <16 hex>"), None if it has none."""
+    given = request.cookies.get(BROWSER_COOKIE, "")
+    return f"browser {given}" if BROWSER_ID.fullmatch(given) else None
 
 
 class IdleClock:
