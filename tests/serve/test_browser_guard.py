@@ -56,8 +56,10 @@ def test_the_token_leaves_the_address_and_other_sites_are_refused(serve, browser
     page.goto(served.local_url(f"?token={served.token}"))
     page.wait_for_selector("body.-first-byte", timeout=60_000)  # the session drew
     assert page.url == served.local_url()  # the token is not in the address bar
-    (cookie,) = context.cookies()
-    assert cookie["name"] == "tfolab_token" and cookie["httpOnly"]
+    cookies = {c["name"]: c for c in context.cookies()}
+    assert sorted(cookies) == ["tfolab_browser", "tfolab_token"]  # the token; who this is
+    cookie = cookies["tfolab_token"]
+    assert cookie["httpOnly"] and cookies["tfolab_browser"]["httpOnly"]
     assert cookie["sameSite"] == "Lax"  # sent when a link elsewhere leads here, never to a socket
     # Same browser, cookie in its jar: another site's page tries our websocket.
     site = _another_site(EVIL.replace("PORT", str(served.port)).encode())
