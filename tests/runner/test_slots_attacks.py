@@ -112,6 +112,31 @@ def test_a_size_file_others_may_write_is_not_trusted(slot_dir: Path) -> None:
         SlotTable.open(slot_dir)
 
 
+def test_an_older_versions_folder_is_made_safe_by_its_owner_only(slot_dir: Path) -> None:
+    """An older tfolab left `size` 0666 in root's sticky folder: a user who is not its
+    owner queues apart; its owner (root here) makes the file its own and uses the folder."""
+    os.chmod(slot_dir.parent, 0o777)
+    os.mkdir(slot_dir, 0o1777)
+    os.chmod(slot_dir, 0o1777)
+    (slot_dir / "size").write_text("2\n")
+    os.chmod(slot_dir / "size", 0o666)
+    child = os.fork()
+    if child == 0:  # nobody, in a child of this process: no new interpreter to reach
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            theirs = SlotTable.open_shared(slot_dir, size=1)
+            code = 0 if "others may write its size file" in theirs.note else 2
+        finally:
+            os._exit(code)
+    assert os.waitpid(child, 0)[1] == 0
+    assert (slot_dir / "size").stat().st_mode & 0o777 == 0o666  # nobody changed nothing
+    table = SlotTable.open_shared(slot_dir)
+    assert table.directory == slot_dir and table.note == "" and table.size == 2
+    assert (slot_dir / "size").stat().st_mode & 0o777 == 0o644
+
+
 def test_a_held_mutex_is_a_timeout_not_a_hang(made: Path, monkeypatch) -> None:
     monkeypatch.setattr(slots, "MUTEX_TIMEOUT_S", 1.0)
     with nobody_holds(made / "mutex"):

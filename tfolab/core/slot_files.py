@@ -94,15 +94,17 @@ def check_folder(directory: Path) -> os.stat_result:
 def check_size_file(fd: int, folder: os.stat_result) -> None:
     """The `size` file: the folder's owner's (or root's), writable by nobody else.
 
-    One from an older tfolab (0666) is not trusted either, nor changed here: a
-    run of the older version may be using it; root removes the folder when no
-    run is going, and the next run makes it anew.
+    One from an older tfolab (0666) is made the owner's alone when its owner,
+    who owns the folder too, opens it (a run of the older version only reads
+    it); anyone else does not trust it.
     """
     info = os.fstat(fd)
     allowed = {folder.st_uid, 0} | ({overflow_uid()} if in_user_namespace() else set())
     if info.st_uid not in allowed:
         raise Untrusted(f"its size file is owned by uid {info.st_uid}, not the folder's owner")
-    if info.st_mode & 0o022:
+    if info.st_mode & 0o022 and info.st_uid == folder.st_uid == os.geteuid():
+        os.fchmod(fd, SIZE_FILE_MODE)
+    elif info.st_mode & 0o022:
         raise Untrusted("others may write its size file")
 
 
