@@ -14,6 +14,7 @@ import json
 import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
+from tests.environment import require_or_skip
 
 
 @TIMING
@@ -23,7 +24,7 @@ def test_every_measurement_inside_its_band(
     lab_machine: LabMachine, lab: str, delay_ms: int
 ) -> None:
     if delay_ms and lab_machine.delay_backend == "none":
-        pytest.skip("no delay backend on this machine")
+        require_or_skip("delay backend", lab_machine.why_no_delay)
     done = run_tfolab("run", lab, "--delay", str(delay_ms), "--json")
     assert done.returncode in (0, 1), done.stderr
     result = json.loads(done.stdout)
@@ -38,7 +39,7 @@ def test_every_measurement_inside_its_band(
     counters = [f"{s['name']}: {line}" for s in result["scenarios"] for line in s["counter_diff"]]
     assert not counters, "\n".join(counters)
     if "capture" in result:
-        pytest.skip(f"timings agree; {result['capture']}")
+        require_or_skip("packet capture", f"timings agree; {result['capture']}")
     disagreements = [
         f"{s['name']}: {line}" for s in result["scenarios"] for line in s["packet_diff"]
     ]

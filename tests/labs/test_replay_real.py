@@ -13,16 +13,17 @@ import json
 import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
+from tests.environment import require_or_skip
 
 
 @TIMING
 @pytest.mark.parametrize("delay_ms", [0, 10])
 def test_the_request_reaches_the_application_twice(lab_machine: LabMachine, delay_ms: int) -> None:
     if delay_ms and lab_machine.delay_backend == "none":
-        pytest.skip(f"no delay backend here: {lab_machine.why_no_delay}")
+        require_or_skip("delay backend", lab_machine.why_no_delay)
     done = run_tfolab("run", "fastopen", "--scenario", "replay", "--delay", str(delay_ms), "--json")
     if done.returncode == 2 and "cannot be captured" in done.stderr:
-        pytest.skip(done.stderr.strip())
+        require_or_skip("packet capture", done.stderr.strip())
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
     [scenario] = json.loads(done.stdout)["scenarios"]
     # the client asked once; the server application received and answered twice
@@ -40,7 +41,7 @@ def test_the_request_reaches_the_application_twice(lab_machine: LabMachine, dela
 def test_the_table_shows_two_requests_for_one(delaying_machine: LabMachine) -> None:
     done = run_tfolab("run", "fastopen", "--scenario", "replay", "--delay", "10")
     if done.returncode == 2 and "cannot be captured" in done.stderr:
-        pytest.skip(done.stderr.strip())
+        require_or_skip("packet capture", done.stderr.strip())
     assert done.returncode == 0, done.stdout + done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("replay "))
     assert "2 req" in row

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.environment import require_or_skip
 from tests.native.netns import run_in_netns
 from tests.native.support import TIMEOUT_S, echo_server, run, stop
 from tfolab.core import native
@@ -289,5 +290,5 @@ def _congestion_body() -> tuple[str, str]:
 def test_the_servers_connections_run_the_congestion_control_it_was_given() -> None:
     shown, missing = run_in_netns(_congestion_body)
     if missing:
-        pytest.skip(missing)
+        require_or_skip("iproute2", missing)
     assert " cubic " in f" {shown} ", shown

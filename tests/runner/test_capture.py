@@ -27,6 +27,7 @@ import dpkt
 import pytest
 
 from tests.conftest import TIMING, LabMachine
+from tests.environment import require_or_skip
 from tfolab.runner.capture import (
     Capture,
     CapturedSegment,
@@ -246,7 +247,7 @@ def test_pcap_round_trip_keeps_frames_and_nanoseconds(tmp_path: Path) -> None:
 
 def tcpdump_text(path: Path) -> str:
     if shutil.which("tcpdump") is None:
-        pytest.skip("tcpdump is not installed here: its reading of the pcap is not checked")
+        require_or_skip("tcpdump", "not installed: its reading of the pcap is not checked")
     done = subprocess.run(
         ["tcpdump", "-nn", "-r", str(path)], capture_output=True, text=True, timeout=30
     )
@@ -319,7 +320,7 @@ def run_inside(scenario: str, *args: str) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     if "unavailable" in result:
-        pytest.skip(f"packet capture refused here: {result['unavailable']}")
+        require_or_skip("packet capture", result["unavailable"])
     return result
 
 
@@ -336,7 +337,7 @@ def test_a_connection_through_nfqueue_is_captured_once_at_arrival(
     lab_machine: LabMachine, tmp_path: Path
 ) -> None:
     if not lab_machine.nfqueue:
-        pytest.skip(f"no NFQUEUE delay here: {lab_machine.why_no_delay}")
+        require_or_skip("NFQUEUE", lab_machine.why_no_delay)
     pcap = tmp_path / "run.pcap"
     result = run_inside("nfqueue", str(pcap))
     check_counts(result)

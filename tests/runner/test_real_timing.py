@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
+from tests.environment import require_or_skip
 
 
 @TIMING
@@ -65,7 +66,7 @@ def test_a_fresh_machine_without_iptables_measures_through_nfqueue(
     delaying_machine: LabMachine,
 ) -> None:
     if not delaying_machine.nfqueue:
-        pytest.skip(f"NFQUEUE does not work here: {delaying_machine.why_no_delay}")
+        require_or_skip("NFQUEUE", delaying_machine.why_no_delay)
     names = ("iptables", "iptables-nft", "iptables-legacy")
     path = os.pathsep.join(
         folder

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import require_or_skip
+
 pytestmark = pytest.mark.root
 
 CHROMIUM = "/usr/bin/chromium"
@@ -55,7 +57,7 @@ def _artifacts(tmp_path: Path) -> Path:
 
 def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp_path) -> None:
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no {CHROMIUM} (Debian: apt-get install chromium)")
+        require_or_skip("chromium", f"no {CHROMIUM} (Debian: apt-get install chromium)")
     playwright = pytest.importorskip("playwright.sync_api")
     results = Path(tempfile.mkdtemp(prefix="tfolab-class-"))
     os.chmod(results, 0o755)

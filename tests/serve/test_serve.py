@@ -17,6 +17,7 @@ import aiohttp
 import pytest
 
 from tests.conftest import run_tfolab
+from tests.environment import require_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,7 +80,7 @@ def _descendants(pid: int) -> list[int]:
 
 async def test_started_as_root_the_sessions_run_as_the_unprivileged_user(serve) -> None:
     if os.geteuid() != 0:
-        pytest.skip("needs root: it checks what serve drops to")
+        require_or_skip("root", "it checks what serve drops to")
     served = serve("--user", "nobody")
     assert "sessions run as nobody" in "\n".join(served.output)
     ws_url = served.local_url("ws?width=100&height=30").replace("http", "ws")
