@@ -15,6 +15,7 @@ import sys
 
 from tests.conftest import TIMING, LabMachine
 from tests.environment import require_or_skip, user_namespace_refused
+from tests.timing import check_bands, check_exit
 
 
 def in_user_namespace(*args: str) -> subprocess.CompletedProcess[str]:
@@ -35,7 +36,7 @@ def test_fastopen_in_a_user_namespace_keeps_the_story(delaying_machine: LabMachi
         assert user_namespace_refused(probe.stderr), probe.stderr  # else a bug, not the machine
         require_or_skip("user namespaces", probe.stderr.strip()[-200:])
     done = in_user_namespace("run", "fastopen", "--delay", "5", "--json")
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode in (0, 1), done.stdout + done.stderr
     result = json.loads(done.stdout)
     counters = {s["name"]: s["counters"] for s in result["scenarios"]}
     # no cookie may leak from one scenario into the next
@@ -43,7 +44,8 @@ def test_fastopen_in_a_user_namespace_keeps_the_story(delaying_machine: LabMachi
     assert counters["server-off"]["TCPFastOpenActiveFail"] == 0
     assert counters["cookie-request"]["TCPFastOpenCookieReqd"] == 1
     assert counters["invalid-cookie"]["TCPFastOpenPassiveFail"] == 1
-    assert all(i["ok"] for s in result["scenarios"] for i in s["iterations"])
+    check_bands(result["scenarios"])
+    check_exit(done)
 
 
 def test_the_cookie_cache_is_left_alone_where_fast_open_is_not_used(
