@@ -41,7 +41,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # rerun is listed at the end, and CI allows RERUN_BUDGET of them (tests/reruns.py).
 TIMING = pytest.mark.flaky(reruns=1, only_rerun=[TimingMiss])
 
-pytest_plugins = ["tests.reruns", "tests.host.guard"]
+pytest_plugins = ["tests.reruns", "tests.host.guard", "tests.isolation"]
 
 
 @dataclass(frozen=True)

@@ -109,9 +109,12 @@ def _sanitized_session(build: Path) -> None:
 
     with echo_server("--mode", "http", executable=server_exe, env=env) as (server, port):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        body = b"hello from tfo-echo-server\n"
         for method in ("GET", "HEAD", "POST"):
             conn.request(method, "/", body=b"b" * 100 if method == "POST" else None)
-            assert conn.getresponse().read() is not None
+            response = conn.getresponse()
+            assert response.status == 200, method
+            assert response.read() == (b"" if method == "HEAD" else body), method
         conn.close()
         with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
             raw.sendall(b"GET / HTTP/2.0\r\nContent-Length: 99999999\r\n\r\n")
