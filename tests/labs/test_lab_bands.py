@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
 from tests.environment import require_or_skip
+from tests.physics import check_physics
 from tests.timing import check_bands, check_exit, check_packets
 
 
@@ -33,10 +34,12 @@ def test_every_measurement_inside_its_band(
     counters = [f"{s['name']}: {line}" for s in scenarios for line in s["counter_diff"]]
     assert not counters, "\n".join(counters)
     if "capture" in result:
+        check_physics(result)
         check_bands(scenarios)
         require_or_skip("packet capture", f"timings agree; {result['capture']}")
     assert all(s["captured"] for s in scenarios)
     check_packets(scenarios)  # what is not time fails plainly, a late arrival is a TimingMiss
+    check_physics(result)  # 4D, 2D, 4D + 40..48 ms: written in the test, not the model's
     check_bands(scenarios)
     check_exit(done)
 
