@@ -32,6 +32,7 @@ NEEDS = frozenset(
         "nginx",
         "tcpdump",
         "chromium",
+        "playwright",
         "C compiler",
         "unshare",
         "iproute2",

@@ -3,8 +3,9 @@
 Rules:
 - Real runs queue on measurement slots (tfolab/core/slots.py), by default in a
   directory every tfolab on the machine shares. A test session gets a fresh one
-  of its own (TFOLAB_SLOTS_DIR, under /tmp and world-readable so that runs as
-  nobody or in a user namespace reach it), removed at the end: a stale `size`
+  of its own (TFOLAB_SLOTS_DIR, in a folder under /tmp that is sticky and
+  world-writable like /dev/shm, so that a session run as nobody or in a user
+  namespace can make the slots first), removed at the end: a stale `size`
   left by another session, or another TFOLAB_SLOTS, cannot break a test.
 - A TFOLAB_SLOTS_DIR set by whoever started the tests is kept as given.
 - Two sessions measuring at once on one machine still disturb each other's
@@ -29,7 +30,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if os.environ.get(DIR_ENV):
         return
     base = Path(tempfile.mkdtemp(prefix="tfolab-test-slots-"))
-    os.chmod(base, 0o755)
+    os.chmod(base, 0o1777)  # as /dev/shm: whichever user runs first makes the slots
     _made.append(base)
     os.environ[DIR_ENV] = str(base / "slots")
 
