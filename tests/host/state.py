@@ -55,10 +55,12 @@ def qdiscs() -> list[str]:
 
 
 def links() -> list[str]:
-    return sorted(
-        f"{link.get('ifname')} mtu={link.get('mtu')} flags={sorted(link.get('flags') or [])}"  # type: ignore[call-overload]
-        for link in _json("ip", "-j", "link", "show")
-    )
+    found = []
+    for link in _json("ip", "-j", "link", "show"):
+        flags = link.get("flags")
+        flags = sorted(map(str, flags)) if isinstance(flags, list) else []
+        found.append(f"{link.get('ifname')} mtu={link.get('mtu')} flags={flags}")
+    return sorted(found)
 
 
 def sysctls() -> list[str]:
