@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import require_or_skip
 from tfolab.runner import client
 
 
@@ -55,7 +56,7 @@ def record_spawns(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 def strace_or_skip() -> str:
     strace = shutil.which("strace")
     if strace is None:
-        pytest.skip("strace is not installed")
+        require_or_skip("strace", "not installed (apt-get install strace)")
     probe = subprocess.run(
         [strace, "-f", "-qq", "-e", "trace=execve", "-o", "/dev/null", "true"],
         capture_output=True,
@@ -63,7 +64,7 @@ def strace_or_skip() -> str:
         timeout=30,
     )
     if probe.returncode != 0:
-        pytest.skip(f"strace cannot trace here: {probe.stderr.strip()[-200:]}")
+        require_or_skip("strace", f"cannot trace here: {probe.stderr.strip()[-200:]}")
     return strace
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import require_or_skip
+
 HERE = Path(__file__).resolve().parent
 NATIVE = HERE.parent.parent / "native"
 SOURCE = NATIVE / "delay" / "tfo_delay.c"  # main(); the other files sit beside it
@@ -41,9 +43,9 @@ def installed_binary() -> str | None:
 def compile_binary(out: Path, *flags: str) -> str:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        pytest.skip("tfo-delay is not installed and there is no C compiler to build it")
+        require_or_skip("C compiler", "tfo-delay is not installed and there is none to build it")
     if not SOURCE.is_file():
-        pytest.skip(f"tfo-delay is not installed and {SOURCE} is not here to build it")
+        require_or_skip("tfo-delay", f"not installed and {SOURCE} is not here to build it")
     sources = [*sorted(SOURCE.parent.glob("*.c")), ARGS_DIR / "args.c"]
     build = subprocess.run(
         [compiler, *WARNINGS, *flags, f"-I{ARGS_DIR}", "-o", str(out), *map(str, sources)],
@@ -78,18 +80,18 @@ def tfo_delay_sanitized(tmp_path_factory: pytest.TempPathFactory) -> str:
 def nfqueue_netns(tfo_delay: str) -> None:
     """Root, unshare and an NFQUEUE rule in a throwaway namespace, or skip."""
     if os.geteuid() != 0:
-        pytest.skip("needs root: network namespaces and NFQUEUE")
+        require_or_skip("root", "network namespaces and NFQUEUE need it")
     if shutil.which("unshare") is None:
-        pytest.skip("needs unshare (util-linux) to make a network namespace")
+        require_or_skip("unshare", "util-linux unshare makes the network namespace")
     probe = subprocess.run(
         ["unshare", "--net", "--", "true"], capture_output=True, text=True, timeout=30
     )
     if probe.returncode != 0:
-        pytest.skip(f"cannot make a network namespace: {probe.stderr.strip()}")
+        require_or_skip("network namespaces", probe.stderr.strip())
     done = run_in_netns("probe", tfo_delay, timeout=30, check=False)
     if not done.get("ready"):
         reason = done.get("stderr", "").strip() or done.get("error", "") or str(done)[:300]
-        pytest.skip(f"no NFQUEUE delay in a namespace here: {reason}")
+        require_or_skip("NFQUEUE", f"no NFQUEUE delay in a namespace: {reason}")
 
 
 def run_in_netns(

@@ -17,6 +17,7 @@ import warnings
 import pytest
 
 from tests.conftest import LabMachine
+from tests.environment import require_or_skip
 from tests.fuzz.differential import Outcome, run_judged, shrink
 from tests.fuzz.report import explore, print_figures
 from tests.fuzz.space import Case, cases, setting_names
@@ -27,7 +28,7 @@ SMALL_CASES = 30
 
 def _check(case: Case, outcome: Outcome) -> None:
     if outcome.kind == "unchecked":
-        pytest.skip(outcome.detail[0])
+        require_or_skip("packet capture", outcome.detail[0])
     if outcome.passed:
         return
     small, small_outcome, runs = shrink(case, outcome)

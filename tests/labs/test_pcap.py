@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import dpkt
-import pytest
 
 from tests.conftest import LabMachine, run_tfolab
+from tests.environment import require_or_skip
 
 
 def _read(path: Path) -> list[dpkt.tcp.TCP]:
@@ -20,7 +20,9 @@ def _read(path: Path) -> list[dpkt.tcp.TCP]:
 
 def _tcpdump(path: Path) -> str:
     if shutil.which("tcpdump") is None:
-        pytest.skip("tcpdump is not installed (apt-get install tcpdump): its reading is unchecked")
+        require_or_skip(
+            "tcpdump", "not installed (apt-get install tcpdump): its reading is unchecked"
+        )
     done = subprocess.run(["tcpdump", "-nr", str(path)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -50,7 +52,7 @@ def test_run_writes_what_the_kernel_sent(delaying_machine: LabMachine, tmp_path:
     assert done.returncode in (0, 1), done.stderr
     result = json.loads(done.stdout)
     if "capture" in result:
-        pytest.skip(result["capture"])
+        require_or_skip("packet capture", result["capture"])
     captured = [row for scenario in result["scenarios"] for row in scenario["captured"]]
     frames = _read(out)
     assert len(frames) == len(captured)

@@ -13,35 +13,39 @@ import json
 import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
+from tests.environment import require_or_skip
+from tests.timing import check_bands, check_exit, check_packets
 
 
 @TIMING
 @pytest.mark.parametrize("delay_ms", [0, 10])
 def test_the_request_reaches_the_application_twice(lab_machine: LabMachine, delay_ms: int) -> None:
     if delay_ms and lab_machine.delay_backend == "none":
-        pytest.skip(f"no delay backend here: {lab_machine.why_no_delay}")
+        require_or_skip("delay backend", lab_machine.why_no_delay)
     done = run_tfolab("run", "fastopen", "--scenario", "replay", "--delay", str(delay_ms), "--json")
     if done.returncode == 2 and "cannot be captured" in done.stderr:
-        pytest.skip(done.stderr.strip())
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+        require_or_skip("packet capture", done.stderr.strip())
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr
     [scenario] = json.loads(done.stdout)["scenarios"]
     # the client asked once; the server application received and answered twice
     assert scenario["app"] == {"accepted": 2, "requests": 2} == scenario["predicted_app"]
     assert scenario["counters"]["TCPFastOpenPassive"] == 2
     assert scenario["counters"]["TCPFastOpenActive"] == 1
-    assert scenario["counter_diff"] == [] and scenario["packet_diff"] == []
-    assert all(i["ok"] for i in scenario["iterations"])
+    assert scenario["counter_diff"] == []
     replayed = [r for r in scenario["captured"] if r["connection"] == 2]
     assert replayed[0]["flags"] == ["SYN"] and replayed[0]["length"] == 16
     assert any(r["flags"] == ["RST"] for r in scenario["captured"])
+    check_packets([scenario])
+    check_bands([scenario])
+    check_exit(done)
 
 
 @TIMING
 def test_the_table_shows_two_requests_for_one(delaying_machine: LabMachine) -> None:
     done = run_tfolab("run", "fastopen", "--scenario", "replay", "--delay", "10")
     if done.returncode == 2 and "cannot be captured" in done.stderr:
-        pytest.skip(done.stderr.strip())
-    assert done.returncode == 0, done.stdout + done.stderr
+        require_or_skip("packet capture", done.stderr.strip())
     row = next(line for line in done.stdout.splitlines() if line.startswith("replay "))
     assert "2 req" in row
     assert "2 connections, 2 requests (model 2, 2)" in done.stdout
+    check_exit(done)

@@ -32,7 +32,12 @@ def test_every_scenario_simulates_and_explains(item) -> None:
     assert len(sim.predictions) == item.iterations
     for p in sim.predictions:
         assert p.explanation.split(":")[0].endswith(("D", f"HZ={sim.hz})"))
-        assert p.low_ms <= p.predicted_ms <= p.high_ms
+        # the default accuracy: a tick per fired timer, 0.2 ms per packet, 0.5 ms of host
+        tolerance = p.timers_on_path * 1000.0 / sim.hz + p.packets_on_path * 0.2 + 0.5
+        assert p.tolerance_ms == pytest.approx(tolerance, abs=1e-9)
+        assert (p.low_ms, p.high_ms) == pytest.approx(
+            (max(0.0, p.predicted_ms - tolerance), p.predicted_ms + tolerance), abs=1e-6
+        )
     for event in sim.events:
         assert event.explanation
     json = sim.to_json()

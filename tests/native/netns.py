@@ -32,6 +32,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.environment import require_or_skip
+
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
@@ -104,7 +106,7 @@ def run_in_netns(
 ) -> T:
     """Run body(*args) in a new network namespace with lo up; return its result."""
     if os.geteuid() != 0:
-        pytest.skip("needs root to create a network namespace (run the tests as root)")
+        require_or_skip("root", "a network namespace needs it (run the tests as root)")
     wanted = DEFAULT_SYSCTLS if sysctls is None else sysctls
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -140,7 +142,7 @@ def run_in_netns(
         pytest.fail(f"the namespace child died without a report (wait status {status})")
     kind, value = pickle.loads(data)
     if kind == "skip":
-        pytest.skip(value)
+        require_or_skip("network namespaces", value)
     if kind == "error":
         pytest.fail(f"inside the namespace:\n{value}", pytrace=False)
     return value  # type: ignore[no-any-return]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import require_or_skip
 from tests.native.netns import run_in_netns
 from tests.native.support import echo_server, environ_with, no_sanitizer_report, run, stop
 from tests.native.test_edges import pipelined_body
@@ -36,9 +37,9 @@ def sanitized_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # The test extras bring cmake from PyPI into the venv, beside this Python.
     cmake = shutil.which("cmake", path=str(Path(sys.executable).parent)) or shutil.which("cmake")
     if cmake is None:
-        pytest.skip("cmake is not installed: pip install -e '.[test]' brings it")
+        require_or_skip("cmake", "not installed: pip install -e '.[test]' brings it")
     if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler (cc/gcc) for the sanitizer build")
+        require_or_skip("C compiler", "none (cc/gcc) for the sanitizer build")
     build = tmp_path_factory.mktemp("native-asan")
     configure = subprocess.run(
         [cmake, "-S", str(NATIVE), "-B", str(build), "-DTFOLAB_SANITIZE=ON",
@@ -108,9 +109,12 @@ def _sanitized_session(build: Path) -> None:
 
     with echo_server("--mode", "http", executable=server_exe, env=env) as (server, port):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        body = b"hello from tfo-echo-server\n"
         for method in ("GET", "HEAD", "POST"):
             conn.request(method, "/", body=b"b" * 100 if method == "POST" else None)
-            assert conn.getresponse().read() is not None
+            response = conn.getresponse()
+            assert response.status == 200, method
+            assert response.read() == (b"" if method == "HEAD" else body), method
         conn.close()
         with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
             raw.sendall(b"GET / HTTP/2.0\r\nContent-Length: 99999999\r\n\r\n")

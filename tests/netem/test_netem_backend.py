@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import LabMachine, run_tfolab
+from tests.environment import require_or_skip
 from tfolab.lab.catalog import find_lab
 
 pytestmark = pytest.mark.netem
@@ -25,7 +26,7 @@ EMULATION_SLACK_MS = 8.0
 @pytest.fixture(scope="module")
 def netem_machine(lab_machine: LabMachine) -> LabMachine:
     if not lab_machine.netem:
-        pytest.skip(f"this kernel has no usable netem ({lab_machine.why_no_delay})")
+        require_or_skip("netem", f"this kernel has none usable ({lab_machine.why_no_delay})")
     return lab_machine
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runner.holders import kill_all
+
 
 @pytest.fixture
 def slot_dir() -> Iterator[Path]:
@@ -18,3 +20,9 @@ def slot_dir() -> Iterator[Path]:
     os.chmod(base, 0o755)
     yield base / "slots"
     shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def no_holder_outlives_its_test() -> Iterator[None]:
+    yield
+    kill_all()

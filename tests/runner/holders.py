@@ -1,4 +1,8 @@
-"""A slot holder in a process of its own (tests/runner/slot_holder.py), followed line by line."""
+"""A slot holder in a process of its own (tests/runner/slot_holder.py), followed line by line.
+
+Every holder is remembered; tests/runner/conftest.py kills those still running after
+each test, passed or failed, so a failing test never leaves one holding a slot.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from tfolab.core.slots import SIZE_ENV
 
@@ -17,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Holder:
+    started: ClassVar[list[Holder]] = []  # every holder made, for kill_all() after each test
+
     def __init__(self, directory: Path, prefix: tuple[str, ...] = ()) -> None:
         env = dict(os.environ, **{SIZE_ENV: "1"}, PYTHONPATH=str(ROOT))
         self.process = subprocess.Popen(
@@ -28,6 +35,7 @@ class Holder:
             env=env,
             cwd=ROOT,
         )
+        Holder.started.append(self)
         self.lines: list[str] = []
         self.said_at_ns: list[int] = []  # when the holder printed each line (CLOCK_MONOTONIC)
 
@@ -59,3 +67,14 @@ class Holder:
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=10)
+
+
+def kill_all() -> list[int]:
+    """Kill every holder still running (a failed test leaves them); their pids."""
+    killed = []
+    for holder in Holder.started:
+        if holder.process.poll() is None:
+            killed.append(holder.process.pid)
+            holder.kill()
+    Holder.started.clear()
+    return killed

@@ -14,6 +14,8 @@ import json
 import subprocess
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
+from tests.environment import require_or_skip, require_real
+from tests.timing import assert_in_band, assert_near
 from tfolab.runner.nginx import find_nginx
 
 N = 32
@@ -28,6 +30,8 @@ def test_short_bench_proves_fastopen_and_meets_the_prediction(
     data = json.loads(done.stdout)
     assert data["requests"] == N and data["concurrency"] == "auto"
     assert data["backend"] == delaying_machine.delay_backend
+    if find_nginx() is None and require_real():
+        require_or_skip("nginx", "not installed: the bench runs without its comparison")
     servers = ["tfolab", "nginx"] if find_nginx() else ["tfolab"]
     rows = data["results"]
     assert [(r["delay_ms"], r["server"]) for r in rows] == [
@@ -47,9 +51,6 @@ def test_short_bench_proves_fastopen_and_meets_the_prediction(
         assert tfo["TCPFastOpenActiveFail"] == 0 and tfo["TCPFastOpenListenOverflow"] == 0
     ours = next(r for r in rows if r["server"] == "tfolab" and r["delay_ms"] == 10.0)
     assert ours["predicted_from"] == "model+cpu"
-    assert abs(ours["gain_pct"] - ours["predicted_gain_pct"]) <= 5.0, ours
-    # Plain waits for two round trips (4D = 40 ms), TFO for one (2D = 20 ms).
-    assert 40.0 <= ours["plain"]["p50_ms"] < 44.0 and 20.0 <= ours["tfo"]["p50_ms"] < 23.0
     if "nginx" in servers:
         assert set(data["server_vs_nginx"]) == {"plain", "tfo"}
         assert any("curl --tcp-fastopen: nginx answered 200" in n for n in data["notes"])
@@ -62,3 +63,8 @@ def test_short_bench_proves_fastopen_and_meets_the_prediction(
         check=False,
     )
     assert leftovers.stdout == "", leftovers.stdout
+    # The times last, the only thing a rerun may retry.
+    assert_near(ours["gain_pct"], ours["predicted_gain_pct"], 5.0, "gain (points, not ms)")
+    # Plain waits for two round trips (4D = 40 ms), TFO for one (2D = 20 ms).
+    assert_in_band(ours["plain"]["p50_ms"], 40.0, 44.0, "plain p50")
+    assert_in_band(ours["tfo"]["p50_ms"], 20.0, 23.0, "TFO p50")

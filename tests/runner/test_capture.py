@@ -27,6 +27,9 @@ import dpkt
 import pytest
 
 from tests.conftest import TIMING, LabMachine
+from tests.environment import require_or_skip
+from tests.timing import assert_in_band
+from tfolab.runner import priority
 from tfolab.runner.capture import (
     Capture,
     CapturedSegment,
@@ -246,7 +249,7 @@ def test_pcap_round_trip_keeps_frames_and_nanoseconds(tmp_path: Path) -> None:
 
 def tcpdump_text(path: Path) -> str:
     if shutil.which("tcpdump") is None:
-        pytest.skip("tcpdump is not installed here: its reading of the pcap is not checked")
+        require_or_skip("tcpdump", "not installed: its reading of the pcap is not checked")
     done = subprocess.run(
         ["tcpdump", "-nn", "-r", str(path)], capture_output=True, text=True, timeout=30
     )
@@ -319,7 +322,7 @@ def run_inside(scenario: str, *args: str) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     if "unavailable" in result:
-        pytest.skip(f"packet capture refused here: {result['unavailable']}")
+        require_or_skip("packet capture", result["unavailable"])
     return result
 
 
@@ -336,7 +339,7 @@ def test_a_connection_through_nfqueue_is_captured_once_at_arrival(
     lab_machine: LabMachine, tmp_path: Path
 ) -> None:
     if not lab_machine.nfqueue:
-        pytest.skip(f"no NFQUEUE delay here: {lab_machine.why_no_delay}")
+        require_or_skip("NFQUEUE", lab_machine.why_no_delay)
     pcap = tmp_path / "run.pcap"
     result = run_inside("nfqueue", str(pcap))
     check_counts(result)
@@ -359,9 +362,6 @@ def test_a_connection_through_nfqueue_is_captured_once_at_arrival(
     assert len(middle) - len(others) == 3
     times = [r["t_ms"] for r in rows]
     assert times == sorted(times)
-    # Stamped on arrival, after the delay: the SYN D after connect(), the SYN-ACK 2D.
-    assert DELAY_MS - 0.1 <= times[0] <= DELAY_MS + 1.0
-    assert 2 * DELAY_MS - 0.1 <= times[1] <= 2 * DELAY_MS + 1.0
     assert all(r["connection"] == 1 for r in rows)
     # Fast Open through the same capture: the kernel's own options, decoded.
     request_syn, cookie_syn = result["tfo_request_syn"], result["tfo_cookie_syn"]
@@ -371,12 +371,15 @@ def test_a_connection_through_nfqueue_is_captured_once_at_arrival(
     assert cookie_syn["options"][-1] == cookie and cookie_syn["length"] > 0  # ... used next
     text = tcpdump_text(pcap)
     assert "tfo cookiereq" in text and "tfo cookie " in text
+    # Stamped on arrival, after the delay: the SYN D after connect(), the SYN-ACK 2D.
+    assert_in_band(times[0], DELAY_MS - 0.1, DELAY_MS + 1.0, "the SYN's stamp")
+    assert_in_band(times[1], 2 * DELAY_MS - 0.1, 2 * DELAY_MS + 1.0, "the SYN-ACK's stamp")
 
 
-@TIMING
 @pytest.mark.parametrize("ring", ["default", "small"])
 def test_a_burst_of_a_thousand_segments_loses_none(lab_machine: LabMachine, ring: str) -> None:
     result = run_inside("burst", ring)
+    assert result["realtime"] == priority.realtime_permitted()[0]  # as a run would measure
     check_counts(result)
     assert result["data_segments"] == BURST_WRITES
     assert result["data_seqs_contiguous"] is True
@@ -549,15 +552,23 @@ def inside_burst(ring: str) -> dict[str, object]:
         accepted.append(server.accept()[0])
 
     def body() -> dict[str, object]:
-        for i in range(writes_each):
-            for client in clients:
-                client.send(b"%09d\n" % i)
-        for conn in accepted:
-            received = b""
-            while len(received) < 10 * writes_each:
-                received += conn.recv(65536)
-        time.sleep(0.01)
-        return {}
+        # As a measuring run holds its slot (runner/priority.py): every thread of the
+        # process, the capture's drain thread included, at SCHED_FIFO 5 where permitted.
+        # At normal priority another busy task on the machine can keep the drain thread
+        # off the CPU long enough for the small ring to overflow (seen: 634 drops).
+        realtime = priority.prefer_realtime()
+        try:
+            for i in range(writes_each):
+                for client in clients:
+                    client.send(b"%09d\n" % i)
+            for conn in accepted:
+                received = b""
+                while len(received) < 10 * writes_each:
+                    received += conn.recv(65536)
+            time.sleep(0.01)
+        finally:
+            priority.normal_scheduling()
+        return {"realtime": realtime}
 
     result = _captured(capture, body)
     capture.close()

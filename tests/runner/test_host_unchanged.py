@@ -1,14 +1,15 @@
 """The host is exactly as it was after lab runs, and after SIGKILL mid-run.
 
-Checked: named namespaces, iptables rules (nft and legacy), lo's qdisc, lo's
-state and MTU, the host's TCP sysctls and TFO cookie cache, and every process
-the run started (server, delayer) together with the namespace they held.
+Checked (tests/host/state.py): the nf_tables ruleset read over netlink, the
+legacy x_tables, the qdiscs and state of every interface, named namespaces,
+every sysctl tfolab writes, the host's TFO cookie cache, and every process the
+run started (server, delayer) together with the namespace they held.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -19,30 +20,32 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LabMachine, run_tfolab
-
-SYSCTLS = ("tcp_fastopen", "tcp_fastopen_key", "tcp_autocorking", "tcp_pingpong_thresh")
-
-
-def _out(*args: str) -> str:
-    if shutil.which(args[0]) is None:
-        return f"{args[0]}: not installed"
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=20).stdout
+from tests.host.state import changes, snapshot
 
 
-def host_state() -> dict[str, str]:
-    state = {
-        "named namespaces": _out("ip", "netns", "list"),
-        "iptables": _out("iptables", "-S"),
-        "iptables-legacy": _out("iptables-legacy", "-S"),
-        "lo qdisc": _out("tc", "qdisc", "show", "dev", "lo"),
-        "lo link": _out("ip", "link", "show", "lo"),
-        # the host's own cache, without the ever-changing "age" of its entries
-        "tcp_metrics": re.sub(r" age \S+", "", _out("ip", "tcp_metrics", "show")),
-    }
-    for name in SYSCTLS:
-        path = Path("/proc/sys/net/ipv4") / name
-        state[name] = path.read_text() if path.exists() else "absent"
-    return state
+def cookie_cache(shown: str) -> list[str]:
+    """The TFO part of `ip tcp_metrics show`: each peer's fo_* fields. Its rtt and cwnd
+    move with any connection on the host's loopback (another session's served UI)."""
+    found = []
+    for line in shown.splitlines():
+        fields = line.split()
+        fastopen = [f"{k} {v}" for k, v in itertools.pairwise(fields) if "fo_" in k]
+        if fastopen and "source" in fields:
+            found.append(f"{fields[0]} source {fields[fields.index('source') + 1]} {fastopen}")
+    return found
+
+
+def host_state() -> dict[str, list[str]]:
+    """The session guard's snapshot (nf_tables over netlink, x_tables, qdiscs of every
+    interface, links, named namespaces, every sysctl tfolab writes) and the host's TFO
+    cookie cache."""
+    found = snapshot()
+    if shutil.which("ip") is not None:
+        shown = subprocess.run(
+            ["ip", "tcp_metrics", "show"], capture_output=True, text=True, timeout=20
+        ).stdout
+        found["tfo cookie cache"] = sorted(cookie_cache(shown))
+    return found
 
 
 def descendants(pid: int) -> set[int]:
@@ -90,7 +93,7 @@ def test_runs_leave_the_host_unchanged(delaying_machine: LabMachine) -> None:
     for lab in ("handshake", "fastopen", "delack"):
         done = run_tfolab("run", lab, "--delay", "2", "--iterations", "2", "--json")
         assert done.returncode in (0, 1), done.stderr
-    assert host_state() == before
+    assert changes(before, host_state()) == []
 
 
 @pytest.mark.parametrize("victim", ["runner", "tfolab"])
@@ -131,4 +134,4 @@ def test_sigkill_mid_run_leaves_nothing_behind(delaying_machine: LabMachine, vic
     finally:
         top.kill()
         top.wait(timeout=10)
-    assert host_state() == before
+    assert changes(before, host_state()) == []

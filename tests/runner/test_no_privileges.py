@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+from tests.environment import require_or_skip, user_namespace_refused
+
 
 def as_nobody_without_userns(*args: str) -> subprocess.CompletedProcess[str]:
     inner = [
@@ -41,10 +43,15 @@ def as_nobody_without_userns(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def can_nest() -> None:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("needs root and util-linux unshare to build an unprivileged user")
+        require_or_skip(
+            "unshare", "needs root and util-linux unshare to build an unprivileged user"
+        )
     probe = as_nobody_without_userns("list")
     if probe.returncode != 0:
-        pytest.skip(f"nested user namespaces unavailable here: {probe.stderr.strip()[-200:]}")
+        assert user_namespace_refused(probe.stderr), probe.stderr  # else a bug
+        require_or_skip(
+            "user namespaces", f"nested ones unavailable: {probe.stderr.strip()[-200:]}"
+        )
 
 
 def test_run_without_privileges_is_exit_2_with_reason_and_fix(can_nest: None) -> None:

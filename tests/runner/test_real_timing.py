@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
+from tests.environment import require_or_skip
+from tests.timing import assert_near, check_exit
 
 
 @TIMING
@@ -27,8 +29,8 @@ def test_handshake_connect_at_2d_first_byte_at_4d(
     assert result["backend"] == delaying_machine.delay_backend
     assert result["delay_ms"] == delay_ms
     for iteration in result["scenarios"][0]["iterations"]:
-        assert iteration["connect_ms"] == pytest.approx(2 * delay_ms, abs=1.0)
-        assert iteration["measured_ms"] == pytest.approx(4 * delay_ms, abs=1.5)
+        assert_near(iteration["connect_ms"], 2 * delay_ms, 1.0, f"connect #{iteration['i']}")
+        assert_near(iteration["measured_ms"], 4 * delay_ms, 1.5, f"first byte #{iteration['i']}")
 
 
 @TIMING
@@ -47,10 +49,10 @@ def test_tfo_repeat_connection_answers_at_2d(delaying_machine: LabMachine, delay
     )
     assert done.returncode in (0, 1), done.stderr
     scenario = json.loads(done.stdout)["scenarios"][0]
-    for iteration in scenario["iterations"]:
-        assert iteration["measured_ms"] == pytest.approx(2 * delay_ms, abs=1.5)
     assert scenario["counters"]["TCPFastOpenActive"] == 2
     assert scenario["counters"]["TCPFastOpenPassive"] == 2
+    for iteration in scenario["iterations"]:
+        assert_near(iteration["measured_ms"], 2 * delay_ms, 1.5, f"answer #{iteration['i']}")
 
 
 def test_setup_time_is_reported(delaying_machine: LabMachine) -> None:
@@ -65,7 +67,7 @@ def test_a_fresh_machine_without_iptables_measures_through_nfqueue(
     delaying_machine: LabMachine,
 ) -> None:
     if not delaying_machine.nfqueue:
-        pytest.skip(f"NFQUEUE does not work here: {delaying_machine.why_no_delay}")
+        require_or_skip("NFQUEUE", delaying_machine.why_no_delay)
     names = ("iptables", "iptables-nft", "iptables-legacy")
     path = os.pathsep.join(
         folder
@@ -76,9 +78,10 @@ def test_a_fresh_machine_without_iptables_measures_through_nfqueue(
         "run", "handshake", "--delay", "10", "--backend", "nfqueue", "--iterations", "3", "--json",
         env={**os.environ, "PATH": path},
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done.returncode in (0, 1), done.stderr
     result = json.loads(done.stdout)
     assert result["backend"] == "nfqueue"
     assert not any("iptables binary" in note for note in result.get("notes", []))
     for iteration in result["scenarios"][0]["iterations"]:
-        assert iteration["measured_ms"] == pytest.approx(40.0, abs=2.0)
+        assert_near(iteration["measured_ms"], 40.0, 2.0, f"first byte #{iteration['i']}")
+    check_exit(done)

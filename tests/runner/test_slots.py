@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import require_or_skip
 from tests.runner.holders import Holder
 from tests.unprivileged import AS_NOBODY
 from tfolab.core.errors import UserError
@@ -94,7 +95,7 @@ def test_root_nobody_and_a_user_namespace_share_the_slots(
     slot_dir: Path, nobody_python: str
 ) -> None:
     if shutil.which("unshare") is None:
-        pytest.skip("util-linux unshare is not installed")
+        require_or_skip("unshare", "util-linux unshare is not installed")
     root = Holder(slot_dir)  # root makes the directory and its files
     root.wait_for_hold()
     userns = ("unshare", "--user", "--map-root-user", "--net")

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import require_or_skip
+
 pytestmark = pytest.mark.root
 
 CHROMIUM = "/usr/bin/chromium"
@@ -55,8 +57,11 @@ def _artifacts(tmp_path: Path) -> Path:
 
 def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp_path) -> None:
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no {CHROMIUM} (Debian: apt-get install chromium)")
-    playwright = pytest.importorskip("playwright.sync_api")
+        require_or_skip("chromium", f"no {CHROMIUM} (Debian: apt-get install chromium)")
+    try:
+        import playwright.sync_api as playwright
+    except ImportError as err:
+        require_or_skip("playwright", f"not importable ({err}): pip install -e '.[test]'")
     results = Path(tempfile.mkdtemp(prefix="tfolab-class-"))
     os.chmod(results, 0o755)
     try:

@@ -16,7 +16,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.conftest import run_tfolab
+from tests.cli.spawning import run_traced
+from tests.environment import require_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,7 +79,7 @@ def _descendants(pid: int) -> list[int]:
 
 async def test_started_as_root_the_sessions_run_as_the_unprivileged_user(serve) -> None:
     if os.geteuid() != 0:
-        pytest.skip("needs root: it checks what serve drops to")
+        require_or_skip("root", "it checks what serve drops to")
     served = serve("--user", "nobody")
     assert "sessions run as nobody" in "\n".join(served.output)
     ws_url = served.ws_url()
@@ -114,13 +115,15 @@ async def test_started_as_root_the_sessions_run_as_the_unprivileged_user(serve) 
         (("--host", "no.such.host.invalid"), "--host"),
     ],
 )
-def test_bad_input_is_one_line_and_starts_nothing(args: tuple[str, ...], reason: str) -> None:
-    before = set(_descendants(os.getpid()))
-    done = run_tfolab("serve", *args, timeout=60)
+def test_bad_input_is_one_line_and_starts_nothing(
+    args: tuple[str, ...], reason: str, tmp_path: Path
+) -> None:
+    traced = run_traced(["serve", *args], tmp_path)  # strace -f: every program it starts
+    done = traced.done
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith("tfolab: ") and reason in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
-    assert set(_descendants(os.getpid())) <= before
+    assert len(traced.programs) == 1, traced.programs  # only the CLI itself, no session
 
 
 def test_serve_is_listed_in_help() -> None:

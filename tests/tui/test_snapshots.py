@@ -3,8 +3,9 @@ classroom uses, 120x36 and 80x24, where no label, note or explanation may be cut
 
 Deterministic: fixed HZ, a fixed real-run status, no clock in the header, no
 animation. Update with `pytest tests/tui --snapshot-update` after looking at them.
-Besides the picture, the TEXT of each classroom-size screen is checked: no "…"
-anywhere (nothing cut), the ladder's scale stated.
+Besides the picture, the TEXT of every snapshot is checked: the model's times
+and the words each screen exists to show, and at the classroom sizes no "…"
+anywhere (nothing cut) and the ladder's scale stated.
 """
 
 from __future__ import annotations
@@ -45,13 +46,33 @@ def assert_nothing_cut(text: str) -> None:
     assert not cut, cut
 
 
+async def _to_syn_ack(pilot) -> None:
+    for _ in range(3):
+        await pilot.press("n")
+
+
 def test_start_screen(snap_compare, make_app) -> None:
-    assert snap_compare(make_app(), terminal_size=SIZE)
+    texts: list[str] = []
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=keeping_text(texts))
+    (text,) = texts
+    assert "Real runs: on (root, a private network namespace per run)" in text
+    for lab in ("The three-way handshake", "TCP Fast Open", "Delayed ACK meets Nagle"):
+        assert lab in text
+    for scenario in ("cookie-request", "invalid-cookie", "nagle", "quickack"):
+        assert f"── {scenario}  " in text
+    assert "With D = 10 ms, when does connect() return?" in text
 
 
 def test_fastopen_cookie_request_step(snap_compare, make_app) -> None:
+    texts: list[str] = []
     app = make_app(open_lab="fastopen", open_scenario="cookie-request")
-    assert snap_compare(app, terminal_size=SIZE, press=["n", "n", "n"])
+    assert snap_compare(app, terminal_size=SIZE, run_before=keeping_text(texts, _to_syn_ack))
+    (text,) = texts
+    # the model's times: the SYN-ACK with the cookie arrives at 2D = 20 ms
+    assert "Step 4 of 28 · 20.0 ms · iteration 1 · client" in text
+    assert "SYN,ACK ack=1 TFO cookie" in text and "SYN seq=0 TFO req" in text
+    assert "client caches the new TFO cookie for 127.0.0.1" in text
+    assert "step 3: SYN,ACK seq=0 ack=1 TFO cookie, arrives 20.0 ms" in text
 
 
 def test_delack_stall(snap_compare, make_app) -> None:
@@ -63,17 +84,27 @@ def test_delack_stall(snap_compare, make_app) -> None:
         screen.step = fired
         await pilot.pause()
 
+    texts: list[str] = []
     app = make_app(open_lab="delack", open_scenario="nagle")
-    assert snap_compare(app, terminal_size=SIZE, run_before=to_the_timer)
+    assert snap_compare(app, terminal_size=SIZE, run_before=keeping_text(texts, to_the_timer))
+    (text,) = texts
+    # the model's times: iteration 2's stall ends when the server's timer fires
+    assert "Step 32 of 105 · 113.2 ms · iteration 2 · server" in text
+    assert "delack timer fired (deadline 113.2 ms)" in text
+    assert "resets ato to 40 ms" in text and "ACK seq=17 ack=27" in text
+
+
+async def _help(pilot) -> None:
+    await pilot.press("question_mark")
 
 
 def test_help_screen(snap_compare, make_app) -> None:
-    assert snap_compare(make_app(), terminal_size=SIZE, press=["question_mark"])
-
-
-async def _to_syn_ack(pilot) -> None:
-    for _ in range(3):
-        await pilot.press("n")
+    texts: list[str] = []
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=keeping_text(texts, _help))
+    (text,) = texts
+    assert "Keys   (? / Esc closes)" in text
+    for does in ("command palette", "run the scenario for real", "jump to iteration N"):
+        assert does in text
 
 
 def test_handshake_at_80x24(snap_compare, make_app) -> None:

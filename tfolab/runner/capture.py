@@ -49,7 +49,8 @@ Rules:
   benchmarks/capture_cost.py measures the cost on a headline latency.
 - Refusals (no CAP_NET_RAW, no AF_PACKET or no packet ring, as in some
   sandboxes): open()/start() raise CaptureUnavailable with the kernel's
-  reason; the run can go on without a capture.
+  reason and errno; the run can go on without a capture. Any other failure
+  to open (EINVAL from a wrong request) is CaptureFailed and fails the run.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ from tfolab.runner.capture_decode import (
 from tfolab.runner.capture_ring import (
     ARPHRD_LOOPBACK,
     PACKET_HOST,
+    CaptureFailed,
     CaptureUnavailable,
     PacketRing,
     RingFrame,
@@ -82,6 +84,7 @@ from tfolab.runner.capture_ring import (
 
 __all__ = [
     "Capture",
+    "CaptureFailed",
     "CaptureResult",
     "CaptureUnavailable",
     "CapturedSegment",

@@ -19,6 +19,10 @@ Rules:
   timer wakes anyone during a measurement. Blocks are taken strictly in the
   kernel's order, checked by their sequence number (seq_num, counted from 1),
   so a block given back but not yet reused is never read twice.
+- Only a genuine refusal (EPERM, EACCES, EAFNOSUPPORT, EPROTONOSUPPORT,
+  ESOCKTNOSUPPORT, ENOPROTOOPT) is CaptureUnavailable, which lets a run go on
+  without packets; any other OSError (EINVAL from a wrong ring request or
+  filter) is CaptureFailed, which fails the run.
 - The block still being filled when a round ends is read in place, once the
   filter keeps nothing; how many of its frames were read is remembered, so
   the next round starts after them when the kernel goes on filling that block.
@@ -74,19 +78,35 @@ class CaptureUnavailable(Exception):
         self.fix = fix
 
 
+class CaptureFailed(Exception):
+    """Opening the capture failed for a reason that is not a refusal (a wrong ring
+    request or filter: EINVAL, ENOMEM, ...): a bug or a broken machine, never skipped."""
+
+
+# A genuine refusal: the sandbox withholds the capability or the kernel lacks the feature.
+NOT_PERMITTED = frozenset({errno.EPERM, errno.EACCES})
+NOT_SUPPORTED = frozenset(
+    {errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT, errno.ESOCKTNOSUPPORT, errno.ENOPROTOOPT}
+)
+
+
 def refused_as_unavailable(call: Callable[[], T], what: str) -> T:
-    """Run one step of opening the capture; an OSError becomes CaptureUnavailable."""
+    """Run one step of opening the capture. A refusal (NOT_PERMITTED, NOT_SUPPORTED)
+    becomes CaptureUnavailable with the errno's name; any other OSError, CaptureFailed."""
     try:
         return call()
     except OSError as err:
         code = err.errno or 0
         name = errno.errorcode.get(code, str(code))
-        if code in (errno.EPERM, errno.EACCES):
+        if code in NOT_PERMITTED:
             why = "not permitted (no CAP_NET_RAW in this namespace)"
-        elif code in (errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT, errno.ENOPROTOOPT, errno.EINVAL):
+        elif code in NOT_SUPPORTED:
             why = "not supported by this kernel or sandbox"
         else:
-            why = os.strerror(code)
+            raise CaptureFailed(
+                f"packet capture failed: {what}: {os.strerror(code)} ({name}); "
+                "this is not a refusal but a wrong request or a broken kernel"
+            ) from err
         raise CaptureUnavailable(f"packet capture refused: {what}: {why} ({name})") from None
 
 

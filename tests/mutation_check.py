@@ -1,0 +1,177 @@
+"""A mutation check: proof that the suite bites. Run on demand (or in CI):
+
+    python tests/mutation_check.py [--only NAME] [--keep]
+
+Rules:
+- Each breakage is one exact text replacement in one file, applied to a fresh
+  copy of the tracked tree in a temporary folder (this checkout is never
+  changed). The copy imports its own tfolab (PYTHONPATH) with the installed
+  native parts linked in, and runs the part of the suite that should notice,
+  with TFOLAB_REQUIRE_REAL=1 as CI does (an environment skip is a failure).
+- A breakage whose replacement no longer matches the source is reported as
+  stale, never as caught. A breakage is caught when at least one test fails
+  or errors; the table lists them and how long the run took.
+- Exit 0 when every breakage was caught, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Breakage:
+    name: str
+    path: str  # relative to the repository
+    old: str
+    new: str
+    tests: tuple[str, ...]  # pytest arguments: the part of the suite that should notice
+
+
+BREAKAGES = (
+    Breakage(
+        "capture: a wrong ring request (frame size off by one)",
+        "tfolab/runner/capture_ring.py",
+        '"=7I", block_bytes, blocks, block_bytes, blocks, RETIRE_TIMEOUT_MS, 0, 0',
+        '"=7I", block_bytes, blocks, block_bytes + 1, blocks, RETIRE_TIMEOUT_MS, 0, 0',
+        ("tests/runner/test_capture.py", "tests/labs/test_pcap.py"),
+    ),
+    Breakage(
+        "NFQUEUE rule: matches the wrong interface",
+        "tfolab/runner/backends/nfrule.py",
+        'struct.pack("=I", LOOPBACK_IFINDEX)',
+        'struct.pack("=I", LOOPBACK_IFINDEX + 1)',
+        (
+            "tests/runner/test_nfrule.py",
+            "tests/runner/test_real_timing.py::"
+            "test_a_fresh_machine_without_iptables_measures_through_nfqueue",
+        ),
+    ),
+    Breakage(
+        "model: the delayed-ACK timer one tick late",
+        "tfolab/model/delack.py",
+        "timeout = now + ato\n",
+        "timeout = now + ato + 1\n",
+        ("tests/model", "tests/labs/test_band_physics.py", "tests/cli/test_cli_output.py"),
+    ),
+    Breakage(
+        "model: every tolerance doubled",
+        "tfolab/model/predict.py",
+        "        tolerance = (\n            len(fired) * tick_ms",
+        "        tolerance = 2 * (\n            len(fired) * tick_ms",
+        ("tests/model", "tests/labs/test_band_physics.py", "tests/cli/test_cli_output.py"),
+    ),
+    Breakage(
+        "comparison: the window field ignored",
+        "tfolab/lab/packets.py",
+        "if ours.window is not None and theirs.window is not None and theirs.window not in",
+        "if False and ours.window is not None and theirs.window not in",
+        ("tests/labs/test_packet_diff.py",),
+    ),
+)
+
+
+UNREDIRECT = """import sys
+sys.meta_path[:] = [f for f in sys.meta_path if "Redirecting" not in type(f).__name__]
+"""
+
+
+def copy_tree(into: Path) -> Path:
+    """The tracked files as they are now (uncommitted edits included), native parts linked."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True
+    ).stdout.decode()
+    tree = into / "tree"
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            target = tree / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    native = Path(str(importlib.resources.files("tfolab._native")))
+    (tree / "tfolab" / "_native").symlink_to(native, target_is_directory=True)
+    # An editable install puts a finder in front of sys.meta_path that maps every tfolab
+    # module to this checkout; in the copy (first on PYTHONPATH) it is taken out again.
+    (tree / "sitecustomize.py").write_text(UNREDIRECT)
+    for folder in (into, *tree.rglob("*")):
+        if folder.is_dir():
+            os.chmod(folder, 0o755)  # runs as nobody read the copy too
+    return tree
+
+
+def apply(tree: Path, breakage: Breakage) -> bool:
+    path = tree / breakage.path
+    text = path.read_text()
+    if text.count(breakage.old) != 1:
+        return False
+    path.write_text(text.replace(breakage.old, breakage.new))
+    return True
+
+
+def run_suite(tree: Path, tests: tuple[str, ...]) -> tuple[list[str], str, float]:
+    """(failed or errored tests, pytest's last line, seconds)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "TFOLAB_REQUIRE_REAL": "1"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", *tests],
+        capture_output=True, text=True, cwd=tree, env=env, timeout=1800,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    caught = re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, flags=re.M)
+    last = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
+    return caught, last, elapsed
+
+
+def summary(caught: list[str]) -> str:
+    """`N: test (k cases), ...`: parametrized cases of one test counted together."""
+    counts: dict[str, int] = {}
+    for nodeid in caught:
+        base = nodeid.split("[")[0].removeprefix("tests/")
+        counts[base] = counts.get(base, 0) + 1
+    named = [f"{base} (x{n})" if n > 1 else base for base, n in counts.items()]
+    return f"{len(caught)}: " + "; ".join(named)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="run the breakages whose name contains this")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
+    args = parser.parse_args()
+    chosen = [b for b in BREAKAGES if not args.only or args.only in b.name]
+    rows = []
+    for breakage in chosen:
+        folder = Path(tempfile.mkdtemp(prefix="tfolab-mutant-"))
+        try:
+            tree = copy_tree(folder)
+            if not apply(tree, breakage):
+                rows.append((breakage.name, "STALE: the text to break is not in the source", 0.0))
+                continue
+            caught, last, elapsed = run_suite(tree, breakage.tests)
+            verdict = summary(caught) if caught else f"NOT CAUGHT ({last})"
+            rows.append((breakage.name, verdict, elapsed))
+            print(f"{breakage.name}: {len(caught)} caught in {elapsed:.0f} s", file=sys.stderr)
+        finally:
+            if not args.keep:
+                shutil.rmtree(folder, ignore_errors=True)
+    print("| breakage | tests that caught it | time |")
+    print("|---|---|---|")
+    for name, verdict, elapsed in rows:
+        print(f"| {name} | {verdict} | {elapsed:.0f} s |")
+    missed = [name for name, verdict, _ in rows if verdict.startswith(("NOT", "STALE"))]
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Each lab's headlines from physics, written here and not asked of the model.
+
+Rules:
+- An iteration's headline is a number of one-way trips (D each) plus, for
+  each delayed ACK on its path, the delayed-ACK timer: 40 ms (ato = HZ/25
+  jiffies), fired up to two ticks later (the timer wheel and the jiffies
+  phase). A plain request waits two round trips (4D), a Fast Open request
+  with a valid cookie one (2D), a Nagle-held second write the server's
+  delayed ACK (4D + 40..48 ms at HZ=250).
+- The slack a real run may add is the model's stated accuracy, re-derived here
+  from its constants: PER_PACKET_MS per packet on the path (the delay
+  backend's error) and HOST_MS once; TICK_MS per timer is inside 40..48 ms.
+- These are the numbers the tolerance formula in tfolab/model/predict.py and
+  tfolab/lab/session.accuracy_for must reproduce; tests pin both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.timing import TimingMiss
+
+HZ = 250
+TICK_MS = 1000.0 / HZ
+PER_PACKET_MS = {"nfqueue": 0.4, "netem": 0.3, "none": 0.1}
+HOST_MS = 1.0  # realtime scheduling; 4.0 under normal scheduling
+
+# (lab, scenario) -> per iteration: (one-way trips, delayed ACKs on the path), at D > 0.
+_4D, _2D, _4D_DELACK = (4, 0), (2, 0), (4, 1)
+HEADLINES: dict[tuple[str, str], list[tuple[int, int]]] = {
+    ("handshake", "plain"): [_4D] * 3,
+    ("fastopen", "cookie-request"): [_4D],
+    ("fastopen", "cookie"): [_2D] * 3,
+    ("fastopen", "plain"): [_4D] * 3,
+    ("fastopen", "invalid-cookie"): [_4D, _2D],
+    ("fastopen", "server-off"): [_4D] * 2,
+    ("fastopen", "large-data"): [_4D] * 2,
+    ("fastopen", "no-cookie"): [_2D] * 2,
+    ("fastopen", "replay"): [_2D] * 2,
+    ("delack", "nagle"): [_4D] + [_4D_DELACK] * 4,
+    ("delack", "nodelay"): [_2D] * 5,
+    ("delack", "single-write"): [_2D] * 5,
+    ("delack", "cork"): [_2D] * 5,
+    ("delack", "quickack"): [_4D] * 5,
+}
+
+
+def headline_range(
+    lab: str, scenario: str, i: int, delay_ms: float, hz: int = HZ
+) -> tuple[float, float]:
+    """Where iteration i (1-based) must fall by physics alone, without any slack.
+    The delayed-ACK timer is HZ/25 jiffies (40 ms at any HZ that 25 divides), late
+    by up to two ticks."""
+    trips, delacks = HEADLINES[(lab, scenario)][i - 1]
+    delack_ms = (hz // 25) * 1000.0 / hz
+    late_ms = 2 * 1000.0 / hz
+    base = trips * delay_ms
+    return base + delacks * delack_ms, base + delacks * (delack_ms + late_ms)
+
+
+def measured_range(
+    lab: str, scenario: str, i: int, delay_ms: float, backend: str, hz: int = HZ
+) -> tuple[float, float]:
+    """Where a real measurement must fall: physics, plus the backend's and host's slack."""
+    low, high = headline_range(lab, scenario, i, delay_ms, hz)
+    return low - 0.1, high + 4 * PER_PACKET_MS[backend] + HOST_MS  # four packets at most
+
+
+def check_physics(result: dict[str, Any]) -> None:
+    """Every measured iteration of a `tfolab run --json` result inside its physics range."""
+    lab, delay_ms, backend = result["lab"], result["delay_ms"], result["backend"]
+    outside = []
+    for scenario in result["scenarios"]:
+        for iteration in scenario["iterations"]:
+            low, high = measured_range(
+                lab, scenario["name"], iteration["i"], delay_ms, backend, result["hz"]
+            )
+            if not low <= iteration["measured_ms"] <= high:
+                outside.append(
+                    f"{scenario['name']} #{iteration['i']}: measured "
+                    f"{iteration['measured_ms']:.2f} ms, physics says {low:.2f}..{high:.2f}"
+                )
+    if outside:
+        raise TimingMiss("\n".join(outside))

@@ -1,0 +1,137 @@
+"""Reruns only for timing: what TimingMiss covers, and that the rerun policy holds.
+
+A small suite is run in a child pytest with this repository's TIMING marker and
+rerun plugin: a TimingMiss is rerun and listed with its reason; a plain
+AssertionError (packets, counters, leftovers) fails at once; and under
+TFOLAB_REQUIRE_REAL=1 more reruns than the budget fail the session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.reruns import RERUN_BUDGET
+from tests.timing import TimingMiss, assert_in_band, check_exit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _done(code: int, stderr: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess(["tfolab"], code, "", stderr)
+
+
+def test_a_band_or_a_late_arrival_is_timing() -> None:
+    band = "tfolab: delack/nagle #3 measured 93.1 ms, 2.4 ms above its band (88.0 ± 2.7 ms)"
+    late = "tfolab: handshake/plain: packet 4 arrived at 41.3 ms; the model said 40.0 ms"
+    with pytest.raises(TimingMiss):
+        check_exit(_done(1, f"{band}\n{late}\n"))
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "tfolab: fastopen/cookie: TCPFastOpenActive +1, the model +2",
+        "tfolab: delack/nagle: packet 5: window 512, the model 1024",
+    ],
+)
+def test_anything_else_is_a_plain_failure(sentence: str) -> None:
+    band = "tfolab: delack/nagle #3 measured 93.1 ms, 2.4 ms above its band (88.0 ± 2.7 ms)"
+    with pytest.raises(AssertionError) as caught:
+        check_exit(_done(1, f"{band}\n{sentence}\n"))
+    assert not isinstance(caught.value, TimingMiss)
+
+
+def test_another_exit_is_never_timing() -> None:
+    with pytest.raises(AssertionError) as caught:
+        check_exit(_done(3, "tfolab: internal error"))
+    assert not isinstance(caught.value, TimingMiss)
+
+
+def test_in_band_is_inclusive() -> None:
+    assert_in_band(40.0, 40.0, 44.0, "x")
+    assert_in_band(44.0, 40.0, 44.0, "x")
+    with pytest.raises(TimingMiss, match=r"x: measured 44\.001 ms, outside \[40\.000, 44\.000\]"):
+        assert_in_band(44.001, 40.0, 44.0, "x")
+
+
+SUITE = """
+from pathlib import Path
+import pytest
+from tests.conftest import TIMING
+from tests.timing import TimingMiss
+
+def _first(name):
+    marker = Path(__file__).with_name(name)
+    if marker.exists():
+        return False
+    marker.write_text("")
+    return True
+
+@TIMING
+def test_timing():
+    if _first("timing"):
+        raise TimingMiss("stamp: measured 43.0 ms, outside [40.000, 42.000]")
+
+@TIMING
+def test_counter():
+    if _first("counter"):
+        raise AssertionError("TCPFastOpenActive +1, the model +2")
+
+@TIMING
+@pytest.mark.parametrize("n", range(N_MORE))
+def test_more_timing(n):
+    if _first(f"more{n}"):
+        raise TimingMiss(f"miss {n}")
+"""
+
+
+def _run_suite(
+    tmp_path: Path, more: int, require_real: bool, *args: str
+) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_suite.py").write_text(SUITE.replace("N_MORE", str(more)))
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TFOLAB_REQUIRE_REAL": "1" if require_real else "",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.reruns",
+         "--rootdir", str(tmp_path), *args, str(tmp_path / "test_suite.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+
+
+def test_only_a_timing_miss_is_rerun_and_each_rerun_is_named(tmp_path: Path) -> None:
+    done = _run_suite(tmp_path, more=1, require_real=False)
+    assert done.returncode == 1, done.stdout
+    assert "1 failed, 2 passed, 2 rerun" in done.stdout
+    assert "FAILED test_suite.py::test_counter" in done.stdout
+    assert (
+        "RERUN test_suite.py::test_timing: "
+        "tests.timing.TimingMiss: stamp: measured 43.0 ms, outside [40.000, 42.000]"
+    ) in done.stdout
+
+
+@pytest.mark.parametrize("require_real", [False, True])
+def test_ci_fails_when_reruns_exceed_the_budget(tmp_path: Path, require_real: bool) -> None:
+    within, beyond = tmp_path / "within", tmp_path / "beyond"
+    within.mkdir()
+    beyond.mkdir()
+    # test_timing and RERUN_BUDGET - 1 more: the budget exactly; then one more than it
+    done = _run_suite(within, RERUN_BUDGET - 1, require_real, "-k", "not counter")
+    assert done.returncode == 0, done.stdout
+    assert f"{RERUN_BUDGET} rerun" in done.stdout and "exceed the budget" not in done.stdout
+    done = _run_suite(beyond, RERUN_BUDGET, require_real, "-k", "not counter")
+    assert (
+        f"{RERUN_BUDGET + 1} passed" in done.stdout and f"{RERUN_BUDGET + 1} rerun" in done.stdout
+    )
+    if require_real:
+        assert done.returncode == 1, done.stdout
+        assert f"{RERUN_BUDGET + 1} reruns exceed the budget of {RERUN_BUDGET}" in done.stdout
+    else:  # a user's machine: reruns are listed, never fatal
+        assert done.returncode == 0, done.stdout

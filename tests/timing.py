@@ -1,0 +1,74 @@
+"""Timing assertions: the only failures a test may be rerun for.
+
+Rules:
+- A real run's time on a shared machine can miss by a hypervisor hiccup; its
+  packets, counters, losses and leftovers cannot. A timing check raises
+  TimingMiss (an AssertionError) and nothing else does, and TIMING
+  (tests/conftest.py) reruns a test only on TimingMiss.
+- Check the things that cannot be timing first (exit code, counters,
+  packets), then the times: a run that fails both is not rerun.
+- `check_exit` reads the CLI's exit 1: a band missed (stderr "#i measured ...
+  its band") or a late arrival (" the model said ") is timing; any other
+  sentence is a disagreement and a plain AssertionError.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from typing import Any
+
+
+class TimingMiss(AssertionError):
+    """A measured time outside what the test allows; the one failure worth a rerun."""
+
+
+def assert_in_band(measured: float, low: float, high: float, what: str) -> None:
+    """low <= measured <= high, else TimingMiss naming `what`."""
+    if not low <= measured <= high:
+        raise TimingMiss(f"{what}: measured {measured:.3f} ms, outside [{low:.3f}, {high:.3f}]")
+
+
+def assert_near(measured: float, expected: float, slack: float, what: str) -> None:
+    """|measured - expected| <= slack, else TimingMiss."""
+    assert_in_band(measured, expected - slack, expected + slack, what)
+
+
+def is_timing_sentence(sentence: str) -> bool:
+    """A CLI or packet_diff sentence about time alone: a missed band or a late arrival."""
+    return (" measured " in sentence and " its band " in sentence) or (
+        " the model said " in sentence
+    )
+
+
+def check_exit(done: subprocess.CompletedProcess[str], allowed: Iterable[int] = (0,)) -> None:
+    """The run exited as allowed; an exit 1 whose every sentence is timing is a TimingMiss."""
+    if done.returncode in tuple(allowed):
+        return
+    said = [line for line in done.stderr.splitlines() if line.startswith("tfolab: ")]
+    if done.returncode == 1 and said and all(is_timing_sentence(line) for line in said):
+        raise TimingMiss("\n".join(said))
+    raise AssertionError(f"exit {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+
+
+def check_packets(scenarios: Iterable[dict[str, Any]]) -> None:
+    """Every packet_diff sentence that is not about time fails plainly; then the late ones."""
+    scenarios = list(scenarios)
+    said = [f"{s['name']}: {line}" for s in scenarios for line in s.get("packet_diff", [])]
+    wrong = [line for line in said if not is_timing_sentence(line)]
+    assert not wrong, "\n".join(wrong)
+    if said:
+        raise TimingMiss("\n".join(said))
+
+
+def check_bands(scenarios: Iterable[dict[str, Any]]) -> None:
+    """Every iteration inside the model's band, else TimingMiss listing the misses."""
+    outside = [
+        f"{s['name']} #{i['i']}: measured {i['measured_ms']:.2f} ms, predicted "
+        f"{i['predicted_ms']:.2f} ± {i['tolerance_ms']:.2f}"
+        for s in scenarios
+        for i in s["iterations"]
+        if not i["ok"]
+    ]
+    if outside:
+        raise TimingMiss("\n".join(outside))
