@@ -56,6 +56,13 @@ class LabMachine:
         return "netem" if self.netem else "nfqueue" if self.nfqueue else "none"
 
 
+@pytest.fixture
+def root() -> None:
+    """The test acts as root (another user, a folder's owner): an environment need."""
+    if os.geteuid() != 0:
+        require_or_skip("root", "the test becomes another user or changes owners")
+
+
 @pytest.fixture(scope="session")
 def lab_machine() -> LabMachine:
     probe = subprocess.run(

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.conftest import LabMachine, run_tfolab
+from tests.environment import require_or_skip
 
 CASES = {
     # the runner changes the key before a kept connection's first SYN, as the model does
@@ -35,12 +36,12 @@ CASES = {
 def test_a_shrunk_case_agrees(name: str, lab_machine: LabMachine) -> None:
     delay, *args = CASES[name]
     if delay != "0" and lab_machine.delay_backend == "none":
-        pytest.skip(f"no delay backend on this machine: {lab_machine.why_no_delay}")
+        require_or_skip("delay backend", lab_machine.why_no_delay)
     done = run_tfolab("run", *args, "--delay", delay, "--json")
     assert done.returncode in (0, 1), done.stderr
     result = json.loads(done.stdout)
     if "capture" in result:
-        pytest.skip(f"packets cannot be compared here: {result['capture']}")
+        require_or_skip("packet capture", result["capture"])
     (scenario,) = result["scenarios"]
     assert scenario["packet_diff"] == [], "\n".join(scenario["packet_diff"])
     assert scenario["counter_diff"] == [], "\n".join(scenario["counter_diff"])

@@ -24,7 +24,7 @@ from tfolab.core.errors import UserError
 from tfolab.core.slots import SlotTable, fallback_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (to be another user)")
+pytestmark = pytest.mark.usefixtures("root")  # to be another user
 
 
 def as_nobody(*command: str) -> subprocess.CompletedProcess[str]:

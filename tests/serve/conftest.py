@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tfolab.core.slots import DIR_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
 READY = "Ctrl+C stops serving"
 
@@ -87,13 +89,21 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
     def start(
         *args: str, env: dict[str, str] | None = None, as_a_shell_job: bool = False
     ) -> Served:
+        # The test session's own slots (tests/isolation.py) reach serve by its flag: started
+        # as root, serve takes no folder from its environment (tfolab/cli/serve_env.py).
+        environment = dict(os.environ, **(env or {}))
+        slots = environment.pop(DIR_ENV, None)
+        if slots is not None and os.geteuid() == 0 and DIR_ENV not in (env or {}):
+            args = ("--slots-dir", slots, *args)
+        elif slots is not None:
+            environment[DIR_ENV] = slots
         process = subprocess.Popen(
             [python, "-m", "tfolab", "serve", "--port", "0", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             cwd=ROOT,
-            env=dict(os.environ, **(env or {})),
+            env=environment,
             process_group=0 if as_a_shell_job else None,  # a shell makes each job a group
         )
         served = Served(process, "")

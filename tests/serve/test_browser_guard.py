@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import require_or_skip
+
 CHROMIUM = "/usr/bin/chromium"
 # Another site's page: it opens the classroom's websocket and reports how that went.
 EVIL = """<!doctype html><title>waiting</title><script>
@@ -24,8 +26,11 @@ socket.onclose = (event) => { if (document.title !== "opened") document.title = 
 @pytest.fixture
 def browser() -> Iterator:  # type: ignore[type-arg]
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no {CHROMIUM} (Debian: apt-get install chromium)")
-    playwright = pytest.importorskip("playwright.sync_api")
+        require_or_skip("chromium", f"no {CHROMIUM} (Debian: apt-get install chromium)")
+    try:
+        import playwright.sync_api as playwright
+    except ImportError as err:
+        require_or_skip("playwright", f"not importable ({err}): pip install -e '.[test]'")
     with playwright.sync_playwright() as driver:
         launched = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield launched

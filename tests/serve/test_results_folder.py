@@ -21,7 +21,7 @@ from tfolab.lab.attempts import RESULTS_DIR_ENV
 from tfolab.lab.results_folder import FOLDER_MODE, check_results, prepare_results
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (to be other users)")
+pytestmark = pytest.mark.usefixtures("root")  # to be other users
 
 SESSION = """
 import pathlib, sys

@@ -18,7 +18,7 @@ from tests.serve.test_serve_autogroup import _alive
 from tfolab.core.errors import UserError
 from tfolab.core.privileges import find_account
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (serve changes user)")
+needs_root = pytest.mark.usefixtures("root")  # serve changes user
 
 
 @needs_root

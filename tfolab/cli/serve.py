@@ -95,6 +95,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="save every session's real runs (with the name the student types) in DIR",
     )
+    parser.add_argument(
+        "--slots-dir",
+        metavar="DIR",
+        type=Path,
+        help="the measurement slots folder the sessions' runs queue in "
+        "(default: the machine's shared one, which every tfolab run uses)",
+    )
     serve_limits.add_arguments(parser)
 
 
@@ -236,7 +243,11 @@ def handle(args: argparse.Namespace) -> int:
     home = private_home(account)
     try:
         prepare_results(results, account)
-        if account is not None:  # as root: the shared measurement slots are made root's
+        if args.slots_dir is not None:  # checked below like any slots folder, as root first
+            from tfolab.core.slots import DIR_ENV
+
+            os.environ[DIR_ENV] = str(args.slots_dir)
+        if account is not None:  # as root: the measurement slots are made root's
             from tfolab.core.slots import SlotTable
 
             SlotTable.open()

@@ -7,8 +7,9 @@ Rules:
   its environment: one line naming the flag to use instead, exit 2, nothing
   started.
 - Started as any other user, the variables are that user's own, and honoured.
-- For its sessions, serve sets TFOLAB_RESULTS_DIR (from --results) and
-  TFOLAB_LABS_DIR (from --labs-dir) itself.
+- For its sessions, serve sets TFOLAB_RESULTS_DIR (from --results),
+  TFOLAB_LABS_DIR (from --labs-dir) and TFOLAB_SLOTS_DIR (from --slots-dir)
+  itself.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tfolab.core.errors import UserError
 INSTEAD = {
     "TFOLAB_LABS_DIR": "use --labs-dir DIR instead",
     "TFOLAB_RESULTS_DIR": "use --results DIR instead",
-    "TFOLAB_SLOTS_DIR": "unset it: served runs share the machine's slots folder",
+    "TFOLAB_SLOTS_DIR": "use --slots-dir DIR instead (or unset it: the machine's shared one)",
 }
 
 
