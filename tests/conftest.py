@@ -19,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 from tests.environment import require_or_skip
+from tests.served_slots import slots_by_flag
 from tests.timing import TimingMiss
 
 # Hypothesis profiles, registered before any test module builds its @settings (which
@@ -90,12 +91,13 @@ def delaying_machine(lab_machine: LabMachine) -> LabMachine:
 def run_tfolab(
     *args: str, timeout: float = 300, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    command, environment = slots_by_flag(list(args), env)
     return subprocess.run(
-        [sys.executable, "-m", "tfolab", *args],
+        [sys.executable, "-m", "tfolab", *command],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
+        env=environment,
     )
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.environment import require_or_skip
+from tests.served_slots import slots_by_flag
 from tfolab.runner import client
 
 
@@ -87,12 +88,14 @@ def run_traced(
     strace = strace_or_skip()
     trace = folder / "execve.txt"
     started = time.monotonic()
+    command, environment = slots_by_flag(tfolab_args, None)
     done = subprocess.run(
         [strace, "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
-         sys.executable, "-m", "tfolab", *tfolab_args],
+         sys.executable, "-m", "tfolab", *command],
         capture_output=True,
         text=True,
         timeout=120,
         preexec_fn=preexec_fn,
+        env=environment,
     )  # fmt: skip
     return Traced(done, trace.read_text(), time.monotonic() - started)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tfolab.core.slots import DIR_ENV
+from tests.served_slots import slots_by_flag
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = "Ctrl+C stops serving"
@@ -89,16 +89,11 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
     def start(
         *args: str, env: dict[str, str] | None = None, as_a_shell_job: bool = False
     ) -> Served:
-        # The test session's own slots (tests/isolation.py) reach serve by its flag: started
-        # as root, serve takes no folder from its environment (tfolab/cli/serve_env.py).
-        environment = dict(os.environ, **(env or {}))
-        slots = environment.pop(DIR_ENV, None)
-        if slots is not None and os.geteuid() == 0 and DIR_ENV not in (env or {}):
-            args = ("--slots-dir", slots, *args)
-        elif slots is not None:
-            environment[DIR_ENV] = slots
+        command, environment = slots_by_flag(
+            ["serve", "--port", "0", *args], dict(os.environ, **(env or {}))
+        )
         process = subprocess.Popen(
-            [python, "-m", "tfolab", "serve", "--port", "0", *args],
+            [python, "-m", "tfolab", *command],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
