@@ -35,6 +35,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -84,15 +85,24 @@ def segment_words(
     return " ".join(parts)
 
 
+# A cookie as the capture states it ("TFO cookie 0a1b...": its bytes in hex) or the
+# model ("TFO cookie 8B": its length), either with the experimental kind's suffix.
+_COOKIE = re.compile(
+    r"TFO cookie (?:(?P<hex>[0-9a-f]+)|(?P<size>\d+)B)(?P<kind> \(exp\. kind \d+\))?"
+)
+
+
 def comparable_options(options: Sequence[str]) -> tuple[str, ...]:
-    """The options both sides can state: a cookie loses its bytes, TS its values."""
+    """The options both sides can state: a cookie keeps its length and kind, not its
+    bytes (the server's secret); a cookie request stays a request, of its own kind."""
     kept = []
     for option in options:
-        if option.startswith("TFO cookie") and option != "TFO cookie request":
-            kind = " (exp. kind 254)" if "254" in option else ""
-            kept.append(f"TFO cookie{kind}")
-        else:
+        cookie = _COOKIE.fullmatch(option)
+        if cookie is None:
             kept.append(option)
+            continue
+        size = len(cookie["hex"]) // 2 if cookie["hex"] is not None else int(cookie["size"])
+        kept.append(f"TFO cookie {size}B{cookie['kind'] or ''}")
     return tuple(kept)
 
 
