@@ -58,7 +58,9 @@ def measured(
             seq=r.seq,
             ack=r.ack,
             length=r.length,
-            options=["TFO cookie 0011223344556677" if o == "TFO cookie" else o for o in r.options],
+            options=[
+                "TFO cookie 0011223344556677" if o == "TFO cookie 8B" else o for o in r.options
+            ],
             window=r.window if r.window is not None else 0,
         )
         for r in packets.model_rows(sim)
