@@ -312,12 +312,6 @@ def push(
             or _next_held(sock, seq, n, force_first, sock.packets_out + 1)
         )
         gso_psh = ends_skb and in_skb > 1
-        if seq + n in sock.skb_ends:
-            cut_by = "tcp_sendmsg made skbs of size_goal, half the peer's largest window"
-        elif max_segs is None or skb_limit < max_segs:
-            cut_by = "tcp_cwnd_test gives one skb at most half the congestion window"
-        else:
-            cut_by = "tcp_tso_autosize cuts the write there"
         forced = seq + n in sock.forced_psh
         if forced and not ends_a_write(sock.marks, seq + n):
             why += (
@@ -326,7 +320,8 @@ def push(
             )
         elif gso_psh and not last and not ends_a_write(sock.marks, seq + n):
             why += (
-                f"; PSH: the last of a {in_skb}-segment GSO packet ({cut_by}; "
+                f"; PSH: the last of a {in_skb}-segment GSO packet "
+                f"({_cut_by(sock, seq + n, skb_limit, max_segs)}; "
                 "__tcp_transmit_skb forces PSH on GSO packets)"
             )
         psh = last or ends_a_write(sock.marks, seq + n) or gso_psh or forced
@@ -356,6 +351,15 @@ def push(
         _send_fin(sock, now, cause, caused_by)
         sent = True
     return sent
+
+
+def _cut_by(sock: TcpSock, end: int, skb_limit: int, max_segs: int | None) -> str:
+    """Which rule ended the GSO packet at `end`, for its explanation."""
+    if end in sock.skb_ends:
+        return "tcp_sendmsg made skbs of size_goal, half the peer's largest window"
+    if max_segs is None or skb_limit < max_segs:
+        return "tcp_cwnd_test gives one skb at most half the congestion window"
+    return "tcp_tso_autosize cuts the write there"
 
 
 _CWND_FULL = (
