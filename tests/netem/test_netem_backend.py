@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LabMachine, run_tfolab
+from tests.conftest import TIMING, LabMachine, run_tfolab
 from tests.environment import require_or_skip
+from tests.timing import assert_in_band, assert_near
 from tfolab.lab.catalog import find_lab
 
 pytestmark = pytest.mark.netem
@@ -37,6 +38,7 @@ def test_doctor_sees_netem(netem_machine: LabMachine) -> None:
     assert "netem will be used" in checks["delay backend (auto)"]["detail"]
 
 
+@TIMING
 def test_handshake_over_netem_measures_4d(netem_machine: LabMachine) -> None:
     run_tfolab("run", "handshake", "--backend", "netem", "--delay", "10", "--iterations", "2")
     done = run_tfolab(
@@ -48,11 +50,12 @@ def test_handshake_over_netem_measures_4d(netem_machine: LabMachine) -> None:
     measured = sorted(i["measured_ms"] for i in result["scenarios"][0]["iterations"])
     print("netem handshake at D=10:", measured)
     # after warm-up: ~40 ms (4D) plus the emulation's overhead
-    assert 39.0 <= measured[len(measured) // 2] <= 40.0 + EMULATION_SLACK_MS
+    assert_in_band(measured[len(measured) // 2], 39.0, 40.0 + EMULATION_SLACK_MS, "median")
     for i in result["scenarios"][0]["iterations"]:
-        assert i["connect_ms"] == pytest.approx(20.0, abs=EMULATION_SLACK_MS)
+        assert_near(i["connect_ms"], 20.0, EMULATION_SLACK_MS, f"#{i['i']} connect")
 
 
+@TIMING
 def test_fastopen_cookie_over_netem_measures_2d(netem_machine: LabMachine) -> None:
     done = run_tfolab(
         "run",
@@ -71,10 +74,11 @@ def test_fastopen_cookie_over_netem_measures_2d(netem_machine: LabMachine) -> No
     scenario = json.loads(done.stdout)["scenarios"][0]
     measured = sorted(i["measured_ms"] for i in scenario["iterations"])
     print("netem fastopen cookie at D=10:", measured)
-    assert 19.5 <= measured[len(measured) // 2] <= 20.0 + EMULATION_SLACK_MS
     assert scenario["counters"]["TCPFastOpenActive"] == 4
+    assert_in_band(measured[len(measured) // 2], 19.5, 20.0 + EMULATION_SLACK_MS, "median")
 
 
+@TIMING
 def test_delack_stall_over_netem(netem_machine: LabMachine) -> None:
     done = run_tfolab(
         "run",
@@ -92,8 +96,8 @@ def test_delack_stall_over_netem(netem_machine: LabMachine) -> None:
     assert done.returncode in (0, 1), done.stderr
     rounds = [i["measured_ms"] for i in json.loads(done.stdout)["scenarios"][0]["iterations"]]
     print("netem delack nagle at D=10:", rounds)
-    for later in rounds[1:]:
-        assert 80.0 <= later <= 88.0 + EMULATION_SLACK_MS
+    for number, later in enumerate(rounds[1:], start=2):
+        assert_in_band(later, 80.0, 88.0 + EMULATION_SLACK_MS, f"round {number}")
 
 
 # Packet by packet in the VM: no slack on what the segments are (flags,
