@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from tfolab.lab import counters, session
 from tfolab.lab.catalog import find_lab
+from tfolab.model.events import Timer
 from tfolab.view import report
 
 
@@ -92,4 +95,25 @@ def test_the_application_counts_are_judged_too() -> None:
     assert counters.counter_diff(sim, measured, {"accepted": 1, "requests": 1}) == [
         "the server application accepted 1 connections; the model predicted 2",
         "the server application received 1 requests; the model predicted 2",
+    ]
+
+
+def test_a_timer_that_fires_unless_its_burst_merged_may_count_one_less() -> None:
+    """Timer.unless_merged: in the merged outcome that timer was never armed."""
+    lab = find_lab("delack")
+    sim = session.predict(lab, session.plan(lab, "nagle"), 10.0, hz=250).scenarios[0].simulation
+    fired = next(
+        e for e in sim.events if isinstance(e, Timer) and e.action == "fired" and e.iteration >= 1
+    )
+    events = tuple(
+        dataclasses.replace(e, unless_merged=True) if e is fired else e for e in sim.events
+    )
+    merged = dataclasses.replace(sim, events=events)
+    assert counters.counter_diff(merged, {"DelayedACKs": 3}) == []
+    assert counters.counter_diff(merged, {"DelayedACKs": 4}) == []
+    assert counters.counter_diff(merged, {"DelayedACKs": 2}) == [
+        "TcpExt DelayedACKs moved by 2; the model predicted 3 to 4"
+    ]
+    assert counters.counter_diff(sim, {"DelayedACKs": 3}) == [
+        "TcpExt DelayedACKs moved by 3; the model predicted 4"
     ]

@@ -28,7 +28,10 @@ Rules:
   the receiving application held the socket; see delack_timer.py). Each
   comparison counts the races it was offered and the ones it used (an
   optional segment the kernel did not send: `race_count`), so a race that
-  hides a real disagreement shows as a figure.
+  hides a real disagreement shows as a figure. A race ACK deferred to its
+  burst's end (Segment.merged_ack) is no optional segment: it leaves either
+  way, acknowledging its own segment or the whole burst, with the window of
+  that outcome.
 - Every disagreement is one sentence; an empty list means they agree.
 """
 
@@ -63,10 +66,29 @@ class Row:
     # the model's: other window fields a race may give it (model/burst.py)
     window_alternatives: tuple[int, ...] = ()
     band_ms: float = 0.0  # the model's: how far its arrival may be from the prediction
+    # the model's: a race ACK deferred to its burst's end acknowledges this instead,
+    # with one of merged_windows (model/delack_timer.py)
+    merged_ack: int | None = None
+    merged_windows: tuple[int, ...] = ()
 
     @property
     def key(self) -> tuple[object, ...]:
         return (self.flags, self.seq, self.ack, self.length, self.options)
+
+    def stands_for(self, captured: Row) -> bool:
+        """The model's row and a captured one are the same segment (a merged race's
+        other acknowledgment number included)."""
+        if self.key == captured.key:
+            return True
+        return self.merged_ack is not None and captured.key == (
+            self.flags, self.seq, self.merged_ack, self.length, self.options
+        )  # fmt: skip
+
+    def windows_for(self, captured: Row) -> tuple[int | None, ...]:
+        """The window fields the model allows the captured segment it stands for."""
+        if self.merged_ack is not None and captured.ack == self.merged_ack != self.ack:
+            return self.merged_windows or (self.window,)
+        return (self.window, *self.window_alternatives)
 
     def words(self) -> str:
         return segment_words(self.flags, self.seq, self.ack, self.length, self.options)
@@ -134,6 +156,8 @@ def model_rows(sim: Simulation) -> list[Row]:
             optional=segment.race,
             window_alternatives=segment.window_alternatives,
             band_ms=sim.segment_bands.get(segment.id, 0.0),
+            merged_ack=segment.merged_ack,
+            merged_windows=segment.merged_windows,
         )
         for row, segment in zip(rows, sorted(chosen, key=lambda s: s.arrived_ms), strict=True)
     ]
@@ -257,9 +281,22 @@ def packet_diff(
 
 
 def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
-    """(races the model named, races used): optional rows, and those the kernel did not send."""
-    named = sum(1 for row in model if row.optional)
-    used = sum(1 for p in pairs_ if p.model is not None and p.model.optional and not p.kernel)
+    """(races the model named, races used): optional rows and merged ACKs, and those the
+    kernel took the other way (an optional row it did not send, a merged ACK it sent)."""
+    named = sum(1 for row in model if row.optional or row.merged_ack is not None)
+    used = sum(
+        1
+        for p in pairs_
+        if p.model is not None
+        and (
+            (p.model.optional and not p.kernel)
+            or (
+                p.kernel is not None
+                and p.model.merged_ack is not None
+                and p.kernel.ack == p.model.merged_ack != p.model.ack
+            )
+        )
+    )
     return named, used
 
 
@@ -298,7 +335,7 @@ def _direction(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks)
     the cheapest alignment becomes a Pair, with its sentence.
     """
     n, m = len(model), len(kernel)
-    keys_a, keys_b = [r.key for r in model], [r.key for r in kernel]
+    same = [[ours.stands_for(theirs) for theirs in kernel] for ours in model]
     cost = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n, -1, -1):
         for j in range(m, -1, -1):
@@ -306,7 +343,7 @@ def _direction(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks)
                 continue
             options = []
             if i < n and j < m:
-                options.append(cost[i + 1][j + 1] + (keys_a[i] != keys_b[j]))
+                options.append(cost[i + 1][j + 1] + (not same[i][j]))
             if i < n:
                 options.append(cost[i + 1][j] + (not model[i].optional))
             if j < m:
@@ -315,7 +352,7 @@ def _direction(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks)
     aligned: list[Pair] = []
     i = j = 0
     while i < n or j < m:
-        if i < n and j < m and keys_a[i] == keys_b[j] and cost[i][j] == cost[i + 1][j + 1]:
+        if i < n and j < m and same[i][j] and cost[i][j] == cost[i + 1][j + 1]:
             aligned.append(
                 Pair(model[i], kernel[j], _matched_sentence(where, model[i], kernel[j], clocks))
             )
@@ -363,7 +400,7 @@ def _direction(where: str, model: list[Row], kernel: list[Row], clocks: _Clocks)
 
 def _matched_sentence(where: str, ours: Row, theirs: Row, clocks: _Clocks) -> str:
     """What is wrong with a segment both sides sent alike: its window, or its arrival."""
-    allowed = (ours.window, *ours.window_alternatives)
+    allowed = ours.windows_for(theirs)
     if ours.window is not None and theirs.window is not None and theirs.window not in allowed:
         said = " or ".join(str(w) for w in allowed)
         return (

@@ -22,6 +22,14 @@ Rules:
   carries for every point at which the reader may have taken the lock (the
   segments before it read and freed, those after it queued; tcp_select_window
   never moves the right edge left of the window last advertised).
+- When the last segment is not ACKed at once (its ACK is delayed), the
+  merged ACK still leaves: the race ACK the reader deferred goes at
+  tcp_release_cb (6.7+), or the coalesced skb is ACKed at once as more than
+  one full frame (6.1), acknowledging the whole burst. So the burst's last
+  race ACK (`deferred_race_ack`) leaves either way, acknowledging its own
+  segment or the burst's end (delack_timer.py). Measured on 6.18 at D = 0:
+  a 3000-byte response in three segments drew an ACK of 2896 bytes nine
+  times in ten, and once an ACK of all 3000.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ class BurstStep:
     truesize: int  # what it charges as a fresh skb
     acked: tuple[int, int] | None = None  # (rcv_wup, rcv_wnd) after its own ACK left
     race: bool = False  # that ACK may be merged away
+    ack_event: int | None = None  # the Segment event of that ACK
 
 
 @dataclass
@@ -57,11 +66,20 @@ class Burst:
         """Is the ACK of the data segment just added a race (neither first nor last)?"""
         return self.open and more_in_burst and len(self.steps) >= 2
 
-    def acked(self, rcv_wup: int, rcv_wnd: int, race: bool) -> None:
+    def acked(self, rcv_wup: int, rcv_wnd: int, race: bool, ack_event: int) -> None:
         """The data segment just added was ACKed on its own."""
         if self.open and self.steps:
             self.steps[-1].acked = (rcv_wup, rcv_wnd)
             self.steps[-1].race = race
+            self.steps[-1].ack_event = ack_event
+
+    def deferred_race_ack(self) -> int | None:
+        """The burst's last ACK, if it was a race: the Segment event a reader that won may
+        defer to the burst's end (None when a later step was ACKed for certain, or none)."""
+        acked = [step for step in self.steps[:-1] if step.acked is not None]
+        if not self.open or not acked or not acked[-1].race:
+            return None
+        return acked[-1].ack_event
 
     def merged_windows(self, space: RcvSpace, rcv_mss: int, rcv_nxt: int) -> tuple[int, ...]:
         """Window fields the last segment's ACK may carry when the reader won the race earlier."""

@@ -24,7 +24,10 @@ themselves are delack.py's, this module applies them to one socket):
   to tcp_release_cb (TCP_ACK_DEFERRED): either way one ACK may cover both.
   Whether the lock is held at that instant is the race. With a delay the
   burst arrives D after it left, long after the call that caused it, and
-  every ACK is certain.
+  every ACK is certain. When the burst's last segment is not ACKed at once,
+  the race ACK is not merged away but deferred: it leaves either way, and
+  acknowledges its own segment or the whole burst (`_merge_deferred`); the
+  timer armed for the last segment then fires only in the first outcome.
 - Every armed timer says why it holds the ACK: the caller's reason, the FIN
   the socket hopes to piggyback on (CLOSE_WAIT), interactive mode (pingpong),
   or no quick ACK left.
@@ -72,7 +75,7 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
             if sock.more_in_burst or not wire.payload
             else sock.burst.merged_windows(sock.rspace, sock.ack.rcv_mss, sock.rcv_nxt)
         )
-        send_ack(
+        ack_event = send_ack(
             sock,
             now,
             text,
@@ -82,7 +85,7 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
             window_alternatives=merged,
         )
         if wire.payload:
-            sock.burst.acked(sock.rcv_wup, sock.rspace.rcv_wnd, busy or woken)
+            sock.burst.acked(sock.rcv_wup, sock.rspace.rcv_wnd, busy or woken, ack_event)
         return
     expiry = rules.delayed_ack_expiry(sock.ack, sock.jiffies(now), sock.srtt_jiffies())
     if expiry is None:
@@ -90,7 +93,37 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
             sock, now, "ACK now: the delayed-ACK timer was about to expire", cause, wire.event_id
         )
         return
+    if wire.payload and not sock.more_in_burst:
+        _merge_deferred(sock)
     arm(sock, now, expiry, wire.event_id, cause)
+
+
+def _merge_deferred(sock: TcpSock) -> None:
+    """The burst ends with a delayed ACK: its last race ACK may acknowledge the whole burst.
+
+    A reader that won the race held the socket while the rest of the burst waited in
+    its backlog: 6.7+ deferred that ACK to tcp_release_cb (TCP_ACK_DEFERRED), which
+    sends it after the backlog, acknowledging everything; 6.1's tcp_add_backlog
+    coalesced the segments into one skb, ACKed at once as more than one full frame.
+    Either way that ACK then covers this segment too, and no delayed-ACK timer is armed
+    for it: the timer armed here fires only in the other outcome (`unless_merged`).
+    """
+    event_id = sock.burst.deferred_race_ack()
+    if event_id is None:
+        return
+    event = sock.env.recorder.get(event_id)
+    windows = sock.burst.merged_windows(sock.rspace, sock.ack.rcv_mss, sock.rcv_nxt)
+    sock.env.recorder.amend_segment(
+        event_id,
+        race=False,
+        merged_ack=sock.rcv_nxt,
+        merged_windows=windows,
+        explanation=event.explanation
+        + f"; the burst's last segment is not ACKed at once, so that one ACK is this one, "
+        f"deferred past the rest of the burst: it then acknowledges all of it "
+        f"(ack {sock.rcv_nxt})",
+    )
+    sock.merged_burst_end = sock.rcv_nxt
 
 
 def arm(
@@ -146,6 +179,7 @@ def fire(sock: TcpSock, now: int) -> None:
         return
     sock.delack_fire_ns = None
     what = sock.env.rules.timer_fired(sock.ack, sock.jiffies(now), sock.rto_jiffies())
+    unless_merged = what is not None and sock.merged_burst_end == sock.rcv_nxt
     fired = sock.env.recorder.timer(
         now,
         now,
@@ -159,13 +193,21 @@ def fire(sock: TcpSock, now: int) -> None:
         else "delayed-ACK timer: nothing to do",
         cause="the timer expired",
         caused_by=sock.delack_event,
+        unless_merged=unless_merged,
     ).id
     if what is not None:
         sock.count("DelayedACKs")  # tcp_delack_timer_handler: __NET_INC_STATS(DELAYEDACKS)
         send_ack(
             sock,
             now,
-            "the delayed ACK finally goes (sent by the timer)",
+            "the delayed ACK finally goes (sent by the timer)"
+            + (
+                "; unless the burst's deferred ACK already covered it (then this timer "
+                "was never armed)"
+                if unless_merged
+                else ""
+            ),
             "the delayed-ACK timer fired",
             fired,
+            race=unless_merged,
         )

@@ -16,7 +16,7 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 Side = Literal["client", "server"]
@@ -70,6 +70,10 @@ class Segment:
     window: int | None = None
     # other window fields a race may give it (burst.py: the reader won earlier)
     window_alternatives: tuple[int, ...] = ()
+    # a race ACK the kernel may defer to the end of its burst: then it acknowledges
+    # this instead, with one of merged_windows (burst.py, delack_timer.py)
+    merged_ack: int | None = None
+    merged_windows: tuple[int, ...] = ()
     # the first segment of an skb tcp_transmit_skb sent (False: a later segment
     # of the same GSO packet); the domain counts packets by it, JSON leaves it out
     starts_skb: bool = True
@@ -104,6 +108,10 @@ class Segment:
         data["options"] = list(self.options)
         data["window_alternatives"] = list(self.window_alternatives)
         del data["starts_skb"]
+        if self.merged_ack is None:
+            del data["merged_ack"], data["merged_windows"]
+        else:
+            data["merged_windows"] = list(self.merged_windows)
         data["label"] = self.label()
         return data
 
@@ -141,9 +149,15 @@ class Timer:
     # cancelled, but the timer could have beaten the application's send: on a
     # real machine the ACK may then leave on its own just before that segment
     race: bool = False
+    # fired, but only if its burst's deferred ACK did not already cover the data: on
+    # a real machine it may never have been armed (delack_timer.py)
+    unless_merged: bool = False
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": "timer", **asdict(self)}
+        data = {"kind": "timer", **asdict(self)}
+        if not self.unless_merged:
+            del data["unless_merged"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -197,6 +211,12 @@ class Recorder:
     def _add(self, event: Event) -> Event:
         self.events.append(event)
         return event
+
+    def amend_segment(self, event_id: int, **changes: object) -> None:
+        """Replace a recorded segment's fields: a race decided later widens its outcomes."""
+        event = self.get(event_id)
+        assert isinstance(event, Segment)
+        self.events[event_id - 1] = replace(event, **changes)  # type: ignore[arg-type]
 
     def segment(
         self,
@@ -288,6 +308,7 @@ class Recorder:
         cause: str,
         caused_by: int | None,
         race: bool = False,
+        unless_merged: bool = False,
     ) -> Timer:
         event = Timer(
             id=self._id(),
@@ -302,6 +323,7 @@ class Recorder:
             cause=cause,
             caused_by=caused_by,
             race=race,
+            unless_merged=unless_merged,
         )
         self._add(event)
         return event
