@@ -345,3 +345,19 @@ def test_a_clone_grows_the_window_by_two_advmss_so_a_big_mss_opens_it_whole() ->
     space.initial_window(peer_timestamps_seen=True)
     space.init_buffer_space()
     assert space.queue(298, 536, fresh=False) and space.rcv_ssthresh > 64_512
+
+
+def test_after_a_deferred_race_ack_the_reads_ack_of_the_burst_is_optional() -> None:
+    """Captured at D = 0 (handshake, MTU 9000, a 40000-byte request): the server's reader
+    won, one deferred ACK of 40001 left, and the read that drained the request sent none
+    (nothing was pending); the model's ACK of 35793 may be that ACK, and the read's ACK
+    of 40001 after it leaves only when it was not."""
+    segments = _segments("handshake", "plain", 0, mtu=9000, request_bytes=40000)
+    server_acks = [
+        e for e in segments if e.sender == "server" and e.flags == ("ACK",) and not e.length
+    ]
+    merged = [a for a in server_acks if a.merged_ack == 40001]
+    assert len(merged) == 1 and not merged[0].race
+    after = [a for a in server_acks if a.ack == 40001 and a.id > merged[0].id]
+    assert len(after) == 1 and after[0].race
+    assert "deferred ACK already acknowledged" in after[0].explanation

@@ -27,7 +27,9 @@ themselves are delack.py's, this module applies them to one socket):
   every ACK is certain. When the burst's last segment is not ACKed at once,
   the race ACK is not merged away but deferred: it leaves either way, and
   acknowledges its own segment or the whole burst (`_merge_deferred`); the
-  timer armed for the last segment then fires only in the first outcome.
+  first pure ACK of that data that would follow (the timer's, or the read's
+  in __tcp_cleanup_rbuf) then leaves only in the first outcome
+  (output.transmit makes it optional; a timer's counts Timer.unless_merged).
 - Every armed timer says why it holds the ACK: the caller's reason, the FIN
   the socket hopes to piggyback on (CLOSE_WAIT), interactive mode (pingpong),
   or no quick ACK left.
@@ -200,14 +202,7 @@ def fire(sock: TcpSock, now: int) -> None:
         send_ack(
             sock,
             now,
-            "the delayed ACK finally goes (sent by the timer)"
-            + (
-                "; unless the burst's deferred ACK already covered it (then this timer "
-                "was never armed)"
-                if unless_merged
-                else ""
-            ),
+            "the delayed ACK finally goes (sent by the timer)",
             "the delayed-ACK timer fired",
             fired,
-            race=unless_merged,
-        )
+        )  # optional when unless_merged (output.transmit)

@@ -68,6 +68,14 @@ def transmit(
     """
     env = sock.env
     ack = sock.rcv_nxt if "ACK" in flags else None
+    if ack is not None and sock.merged_burst_end is not None:
+        if sock.merged_burst_end == ack and flags == ("ACK",) and not payload:
+            race = True  # delack_timer._merge_deferred: the deferred ACK already covered it
+            explanation += (
+                "; unless the burst's deferred ACK already acknowledged this data, "
+                "in which case no ACK is pending and none leaves here"
+            )
+        sock.merged_burst_end = None  # the first ACK after the burst is the one in doubt
     if ack is not None:
         if "SYN" not in flags:  # a SYN-ACK's window is the initial one, unscaled
             sock.rspace.advertise(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)

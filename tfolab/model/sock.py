@@ -120,8 +120,8 @@ class TcpSock:
         self.app_busy_until_ns = -1  # the application may hold the socket lock until then
         self.more_in_burst = False  # the segment being received is not its burst's last
         self.burst = Burst()  # the data segments of the burst being received (burst.py)
-        # rcv_nxt at the end of a burst whose race ACK may have covered it all: a delayed
-        # ACK timer firing with nothing received since may never have been armed
+        # rcv_nxt at the end of a burst whose race ACK may have covered it all: the next
+        # pure ACK of exactly that (timer or read) leaves only if it did not
         self.merged_burst_end: int | None = None
         # the other end, where the loop made both: whose retransmit queue still holds
         # (and so keeps cloned) the skbs this socket received (rcv_space.py)
