@@ -75,6 +75,7 @@ class Student:
         self.result_s: float | None = None
         self.saved: dict | None = None
         self.ready = False  # its lab is open, r not pressed yet
+        self.save_timeout_s = 600.0
 
     async def attend(self, http: aiohttp.ClientSession, all_open: asyncio.Event) -> None:
         async with http.ws_connect(self.url, max_msg_size=0) as websocket:
@@ -98,7 +99,7 @@ class Student:
                 await all_open.wait()
                 self.pressed = time.monotonic()
                 await websocket.send_json(["stdin", "r"])
-                self.saved = await self._saved(600)
+                self.saved = await self._saved(self.save_timeout_s)
                 self.result_s = time.monotonic() - self.pressed
             finally:
                 reader.cancel()
@@ -123,7 +124,8 @@ class Student:
             for path in self.results.glob(f"run-*-{self.name}-*.json"):
                 return json.loads(path.read_text())
             await asyncio.sleep(0.1)
-        raise TimeoutError(f"{self.name}: no saved result in {timeout_s} s")
+        last = " ".join(self.screen[-3000:].split())[-600:]
+        raise TimeoutError(f"{self.name}: no saved result in {timeout_s} s; its screen: {last}")
 
 
 def session_pss_kib(serve_pid: int) -> list[int]:
@@ -156,8 +158,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-async def classroom(sessions: int, address: str, results: Path, serve_pid: int) -> None:
+async def classroom(
+    sessions: int, address: str, results: Path, serve_pid: int, save_timeout_s: float = 600.0
+) -> None:
     students = [Student(i, address, results) for i in range(1, sessions + 1)]
+    for student in students:
+        student.save_timeout_s = save_timeout_s
     all_open = asyncio.Event()
     memory: list[int] = []
     timeout = aiohttp.ClientTimeout(total=None)
@@ -269,6 +275,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--python", default=sys.executable, help="the interpreter serve runs")
     parser.add_argument("--keep", type=Path, help="copy the saved runs here, to study them")
+    parser.add_argument(
+        "--save-timeout", type=float, default=600.0,
+        help="seconds a session may take from its key press to its saved result",
+    )  # fmt: skip
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="tfolab-classroom-"))
     os.chmod(base, 0o755)
@@ -276,7 +286,7 @@ def main() -> None:
     process, address = start_serve(args.python, results, args.sessions)
     behind_the_sessions()
     try:
-        asyncio.run(classroom(args.sessions, address, results, process.pid))
+        asyncio.run(classroom(args.sessions, address, results, process.pid, args.save_timeout))
         if args.keep is not None:
             shutil.copytree(results, args.keep, dirs_exist_ok=True)
     finally:

@@ -7,7 +7,12 @@ touches the machine-wide one or waits for other runs.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +22,7 @@ from tests.environment import require_or_skip
 from tests.runner.holders import Holder
 from tests.unprivileged import AS_NOBODY
 from tfolab.core.errors import UserError
+from tfolab.core.slot_files import flock
 from tfolab.core.slots import RECOUNT_S, SIZE_ENV, SlotTable
 
 
@@ -108,3 +114,49 @@ def test_root_nobody_and_a_user_namespace_share_the_slots(
     in_namespace.release()
     plain.wait_for_hold()
     plain.release()
+
+
+def _lab_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("tfolab-")]
+
+
+def test_a_lock_waited_for_leaves_no_thread_behind(tmp_path: Path) -> None:
+    """A runner unshares a user namespace right after the setup gate: unshare(CLONE_NEWUSER)
+    refuses a multithreaded process (EINVAL), which made 4 of 30 served runs fail in a class
+    where the gate was contended. flock's helper thread has ended when it returns."""
+    path = tmp_path / "gate"
+    path.touch()
+    for _ in range(20):
+        holder = subprocess.Popen(
+            [sys.executable, "-c",
+             "import fcntl, sys, time; f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); "
+             "print('held', flush=True); time.sleep(0.05)", str(path)],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            flock(fd, fcntl.LOCK_EX, path, 10.0)
+            assert _lab_threads() == []
+        finally:
+            os.close(fd)
+            holder.wait()
+            holder.stdout.close()
+
+
+def test_a_slot_waited_for_leaves_no_thread_behind(
+    slot_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for waiting in line for a slot: the waiting thread has ended on return."""
+    holder = Holder(slot_dir)
+    holder.wait_for_hold()
+    monkeypatch.setenv(SIZE_ENV, "1")
+    table = SlotTable.open(slot_dir)
+    releasing = threading.Timer(0.3, holder.release)  # the test's thread, not tfolab's
+    started = time.monotonic()
+    releasing.start()
+    slot = table.acquire()
+    assert time.monotonic() - started >= 0.25  # it did wait in line
+    assert _lab_threads() == []
+    slot.release()
+    releasing.join()

@@ -16,7 +16,9 @@ Rules:
 - A lock is waited for at most a given time: the waiting happens in the
   kernel (a helper thread blocked in flock on a duplicate of the descriptor,
   so nothing polls while a run measures); past the time, LockTimeout says
-  which file, and the helper gives the lock back if it ever gets it.
+  which file, and the helper gives the lock back if it ever gets it. A lock
+  taken returns only once the helper thread has ended: the runner unshares a
+  user namespace right after, which a multithreaded process cannot (EINVAL).
 """
 
 from __future__ import annotations
@@ -154,11 +156,14 @@ def flock(fd: int, operation: int, path: Path, timeout_s: float) -> None:
                 got.set()
             os.close(helper_fd)  # fd still holds the lock, unless abandoned (then it is freed)
 
-    threading.Thread(target=wait, name="tfolab-lock", daemon=True).start()
+    helper = threading.Thread(target=wait, name="tfolab-lock", daemon=True)
+    helper.start()
     if got.wait(timeout_s):
-        return
+        helper.join()  # gone before we return: a runner unshares a user namespace next,
+        return  # which a process with a second thread cannot (EINVAL)
     with state:
         if got.is_set():
+            helper.join()
             return
         abandoned = True
     raise LockTimeout(path, timeout_s)

@@ -283,7 +283,8 @@ class SlotTable:
                 os.write(finished_w, b".")
                 done.set()
 
-        threading.Thread(target=wait_in_line, name="tfolab-slot", daemon=True).start()
+        waiter = threading.Thread(target=wait_in_line, name="tfolab-slot", daemon=True)
+        waiter.start()
         watch = dirwatch.DirectoryWatch.open(self.directory)
         shown = first_ahead
         try:
@@ -301,6 +302,8 @@ class SlotTable:
         finally:
             if watch is not None:
                 watch.close()
+            if done.is_set():  # the caller's process stays single-threaded (slot_files.flock)
+                waiter.join()
             os.close(finished_r)
             os.close(finished_w)
         if failed:

@@ -5,7 +5,9 @@ Rules:
   after it returns, this process's network is the lab's, not the host's.
 - Root unshares CLONE_NEWNET directly. Anyone else gets a user namespace with
   their uid mapped to root (CLONE_NEWUSER | CLONE_NEWNET) where the kernel
-  allows it. Nothing is named or bind-mounted, so nothing can leak: the
+  allows it; the caller must be single-threaded then (unshare says EINVAL
+  otherwise: our bug, reported as one, not as the machine's refusal).
+  Nothing is named or bind-mounted, so nothing can leak: the
   namespace goes away when its last process exits, even on SIGKILL.
 - Children started afterwards get PR_SET_PDEATHSIG from their own code
   (`--die-with-parent`); the process itself dies with its parent
@@ -20,6 +22,8 @@ import fcntl
 import os
 import socket
 import struct
+import threading
+import time
 
 from tfolab.core.errors import UserError
 
@@ -46,8 +50,15 @@ def enter_new_netns() -> str:
             f"cannot create a network namespace: {os.strerror(code)}",
             "run where unshare(CLONE_NEWNET) is allowed (not inside a restricted container)",
         )
+    _wait_single_threaded()
     if _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
         code = ctypes.get_errno()
+        threads = os.listdir("/proc/self/task")
+        if code == errno.EINVAL and len(threads) > 1:  # our bug, not the machine's refusal
+            raise RuntimeError(
+                f"unshare(CLONE_NEWUSER) needs a single-threaded process; {len(threads)} "
+                f"threads were alive: {', '.join(sorted(t.name for t in threading.enumerate()))}"
+            )
         raise UserError(
             f"no privileges for a lab network: unprivileged user namespaces are refused "
             f"({errno.errorcode.get(code, code)})",
@@ -59,6 +70,20 @@ def enter_new_netns() -> str:
     _write("/proc/self/uid_map", f"0 {uid} 1")
     _write("/proc/self/gid_map", f"0 {gid} 1")
     return "user namespace"
+
+
+SINGLE_THREAD_WAIT_S = 1.0
+
+
+def _wait_single_threaded() -> None:
+    """Until the kernel counts one thread here: a helper thread that Python has joined
+    (the slot and lock waits) may still be exiting, and unshare(CLONE_NEWUSER) refuses a
+    process with a second thread (EINVAL; seen in 4 of 30 runs of a served class)."""
+    if threading.active_count() > 1:
+        return  # a live Python thread will not go: let unshare say so
+    deadline = time.monotonic() + SINGLE_THREAD_WAIT_S
+    while len(os.listdir("/proc/self/task")) > 1 and time.monotonic() < deadline:
+        time.sleep(0.0005)
 
 
 def _write(path: str, text: str) -> None:
