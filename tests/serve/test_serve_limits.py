@@ -16,7 +16,9 @@ import aiohttp
 import pytest
 
 from tests.conftest import run_tfolab
+from tests.serve.conftest import _line
 from tests.serve.test_serve_autogroup import _sessions
+from tfolab.tui.web_log import REFUSED_BURST
 from tfolab.tui.web_sessions import CLOSED_IDLE, MAX_COLS, MIN_ROWS
 
 
@@ -202,3 +204,32 @@ async def test_one_browser_is_one_identity_across_its_tabs(serve) -> None:
             assert next(i for i in ids if not i.startswith("browser ")).startswith("tab ")
             for tab in tabs:
                 await tab.close()
+
+
+def _lines_until_quiet(served, quiet_s: float = 1.0) -> list[str]:  # type: ignore[no-untyped-def]
+    lines = []
+    while (line := _line(served.process, time.monotonic() + quiet_s)) is not None:
+        lines.append(line)
+    return lines
+
+
+async def test_a_flood_of_refused_requests_does_not_flood_the_teachers_console(serve) -> None:
+    """300 refused tabs log at most REFUSED_BURST lines; the next refusal logged says how
+    many were left out (web_log.RefusalBudget, shared by every connection)."""
+    served = serve("--max-sessions", "1", "--max-per-client", "1")
+    url = served.ws_url()
+    async with _from("127.0.0.1") as first, _from("127.0.0.5") as script:
+        one = await first.ws_connect(url)
+        _lines_until_quiet(served)
+        tabs = await asyncio.gather(*(_ws_status(script, url) for _ in range(300)))
+        assert tabs == [503] * 300
+        flood = _lines_until_quiet(served)
+        refused = [line for line in flood if '" 503 ' in line]
+        assert REFUSED_BURST - 2 <= len(refused) <= REFUSED_BURST, flood[-5:]
+        await asyncio.sleep(1.0)  # the budget refills: the next refusal is logged, with a count
+        assert await _ws_status(script, url) == 503
+        after = _lines_until_quiet(served)
+        counted = [line for line in after if "more refused requests were not logged" in line]
+        assert len(counted) == 1, after
+        assert int(counted[0].split("(")[1].split()[0]) >= 300 - REFUSED_BURST
+        await one.close()

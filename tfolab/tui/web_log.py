@@ -6,6 +6,11 @@ Rules:
   (`\\x1b`), never raw; a long field is cut.
 - The access log shows who, method, path, status, time: never the query (it
   may hold the token) and never a header or cookie.
+- Refused requests (status 400 and above) are logged at most REFUSED_BURST at
+  once and REFUSED_PER_S a second after that, for the whole server (aiohttp
+  makes an access logger per connection): a 300-tab script or a scan cannot
+  flood the teacher's console. The next refusal logged says how many were
+  left out.
 - An exception is one line and its traceback's file:line frames, never the
   values of local variables (textual-serve's default shows them, the token
   among them); rendering it costs no more than formatting a few lines.
@@ -14,6 +19,8 @@ Rules:
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import traceback
 import unicodedata
 
@@ -40,10 +47,47 @@ def safe_text(text: str, limit: int = MAX_FIELD) -> str:
     return "".join(out)
 
 
+REFUSED_BURST = 20
+REFUSED_PER_S = 2.0
+
+
+class RefusalBudget:
+    """A token bucket for refused requests' log lines, shared by every connection."""
+
+    def __init__(self, burst: int = REFUSED_BURST, per_s: float = REFUSED_PER_S) -> None:
+        self.burst, self.per_s = burst, per_s
+        self.tokens = float(burst)
+        self.at = time.monotonic()
+        self.left_out = 0
+        self.lock = threading.Lock()
+
+    def take(self) -> tuple[bool, int]:
+        """(log this one?, how many were left out before it, when it is logged)."""
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
+            self.at = now
+            if self.tokens < 1:
+                self.left_out += 1
+                return False, 0
+            self.tokens -= 1
+            left_out, self.left_out = self.left_out, 0
+            return True, left_out
+
+
+REFUSALS = RefusalBudget()
+
+
 class PathOnlyAccessLogger(AbstractAccessLogger):
     """One line per request: who, method, path (never the query: it may hold the token), status."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        if response.status >= 400:
+            logged, left_out = REFUSALS.take()
+            if not logged:
+                return
+            if left_out:
+                self.logger.info("(%d more refused requests were not logged)", left_out)
         self.logger.info(
             '%s "%s %s" %s %.1f ms',
             safe_text(str(request.remote)),
