@@ -38,11 +38,13 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tfolab.model import AppCall, Segment, Simulation, Timer
+from tfolab.model.late_ack import late_arrivals
 from tfolab.runner.protocol import CapturedRow
 
 
@@ -70,6 +72,12 @@ class Row:
     # with one of merged_windows (model/delack_timer.py)
     merged_ack: int | None = None
     merged_windows: tuple[int, ...] = ()
+    # the model's: a delayed-ACK race with a late outcome (model/late_ack.py) groups its
+    # rows by the timer's id; "early" is the optional ACK before the FIN, "late" the
+    # ACK after it and "answer" what answers that, taken all together or not at all
+    race_group: int = 0
+    race_outcome: str = ""
+    timed: bool = True  # False: the model does not state when it arrives (a late outcome)
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -161,14 +169,10 @@ def model_rows(sim: Simulation) -> list[Row]:
         )
         for row, segment in zip(rows, sorted(chosen, key=lambda s: s.arrived_ms), strict=True)
     ]
-    return _with_race_acks(
-        sim,
-        rows,
-        {
-            s.id: row
-            for s, row in zip(sorted(chosen, key=lambda s: s.arrived_ms), rows, strict=True)
-        },
-    )
+    row_of = {
+        s.id: row for s, row in zip(sorted(chosen, key=lambda s: s.arrived_ms), rows, strict=True)
+    }
+    return _with_late_arrivals(sim, _with_race_acks(sim, rows, row_of), row_of)
 
 
 def _with_race_acks(sim: Simulation, rows: list[Row], row_of: dict[int, Row]) -> list[Row]:
@@ -185,12 +189,56 @@ def _with_race_acks(sim: Simulation, rows: list[Row], row_of: dict[int, Row]) ->
                 options=("TS",),
                 optional=True,
                 band_ms=carrier.band_ms + 1000.0 / sim.hz,
+                race_group=timer.id,
+                race_outcome="early",
             )
     out: list[Row] = []
     for row in rows:
         if id(row) in optional:
             out.append(optional[id(row)])
         out.append(row)
+    return out
+
+
+def _with_late_arrivals(sim: Simulation, rows: list[Row], row_of: dict[int, Row]) -> list[Row]:
+    """Add each race's late outcome (model/late_ack.py): its ACK after the FIN, what answers
+    it after the peer's last ACK. Untimed: when the other CPU reaches its backlog is
+    not the model's to say."""
+    after: dict[int, list[Row]] = {}
+    for late in late_arrivals(sim.events, sim.one_way_delay_ms):
+        carrier = row_of.get(late.carrier)
+        if carrier is None:
+            continue
+        lead, *answers = (
+            dataclasses.replace(
+                carrier,
+                sender=segment.sender,
+                flags=segment.flags,
+                seq=segment.seq,
+                ack=segment.ack,
+                length=0,
+                options=segment.options,
+                window=None,
+                window_alternatives=(),
+                optional=True,
+                timed=False,
+                race_group=late.timer,
+                race_outcome="late" if n == 0 else "answer",
+            )
+            for n, segment in enumerate(late.after)
+        )
+        after.setdefault(id(carrier), []).append(lead)
+        last_ack = next(
+            (r for r in rows if r.connection == carrier.connection and r.sender != carrier.sender
+             and r.flags == ("ACK",) and r.ack == answers[0].ack and r.seq == answers[0].seq
+             and r.arrived_ms >= carrier.arrived_ms),
+            None,
+        )  # fmt: skip
+        after.setdefault(id(last_ack if last_ack is not None else carrier), []).extend(answers)
+    out: list[Row] = []
+    for row in rows:
+        out.append(row)
+        out += after.get(id(row), [])
     return out
 
 
@@ -263,10 +311,43 @@ def pairs(
     aligned: list[Pair] = []
     connections = sorted({r.connection for r in model} | {r.connection for r in kernel})
     for connection in connections:
-        for sender in ("client", "server"):
-            ours = [r for r in model if r.connection == connection and r.sender == sender]
-            theirs = [r for r in kernel if r.connection == connection and r.sender == sender]
-            aligned += _direction(f"connection {connection}, {sender}", ours, theirs, clocks)
+        ours = [r for r in model if r.connection == connection]
+        theirs = [r for r in kernel if r.connection == connection]
+        aligned += min(
+            (_connection(connection, rows, theirs, clocks) for rows in _outcomes(ours)),
+            key=lambda pairs_: sum(1 for p in pairs_ if p.sentence),
+        )
+    return aligned
+
+
+def _outcomes(rows: list[Row]) -> list[list[Row]]:
+    """The connection's rows under each combination of its races' late outcomes, the
+    model's own first (min keeps the first of equals): a race taken late drops its early
+    ACK and makes its late rows required; taken otherwise, drops them."""
+    groups = sorted({r.race_group for r in rows if r.race_outcome == "late"})
+    outcomes = []
+    for late in itertools.product((False, True), repeat=len(groups)):
+        taken = {g for g, is_late in zip(groups, late, strict=True) if is_late}
+        outcomes.append(
+            [
+                dataclasses.replace(r, optional=False) if r.race_group in taken
+                and r.race_outcome in ("late", "answer") else r
+                for r in rows
+                if not (r.race_group in taken and r.race_outcome == "early")
+                and not (r.race_group not in taken and r.race_outcome in ("late", "answer"))
+            ]
+        )  # fmt: skip
+    return outcomes
+
+
+def _connection(
+    connection: int, model: list[Row], kernel: list[Row], clocks: _Clocks
+) -> list[Pair]:
+    aligned: list[Pair] = []
+    for sender in ("client", "server"):
+        ours = [r for r in model if r.sender == sender]
+        theirs = [r for r in kernel if r.sender == sender]
+        aligned += _direction(f"connection {connection}, {sender}", ours, theirs, clocks)
     return aligned
 
 
@@ -283,13 +364,19 @@ def packet_diff(
 def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
     """(races the model named, races used): optional rows and merged ACKs, and those the
     kernel took the other way (an optional row it did not send, a merged ACK it sent)."""
-    named = sum(1 for row in model if row.optional or row.merged_ack is not None)
+    named = sum(
+        1
+        for row in model
+        if (row.optional and row.race_outcome not in ("late", "answer"))
+        or row.merged_ack is not None
+    )
     used = sum(
         1
         for p in pairs_
         if p.model is not None
         and (
             (p.model.optional and not p.kernel)
+            or (p.model.race_outcome == "late" and p.kernel is not None)
             or (
                 p.kernel is not None
                 and p.model.merged_ack is not None
@@ -407,7 +494,7 @@ def _matched_sentence(where: str, ours: Row, theirs: Row, clocks: _Clocks) -> st
             f"{where}: {ours.words()} advertised window {theirs.window} "
             f"{clocks.when(theirs, ours.iteration, kernel=True)}; the model says {said}"
         )
-    times = clocks.late(ours, theirs)
+    times = clocks.late(ours, theirs) if ours.timed else None
     if times is not None and abs(times[0] - times[1]) > ours.band_ms:
         return (
             f"{where}: {ours.words()} arrived {times[0]:.2f} ms into iteration "

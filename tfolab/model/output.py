@@ -150,6 +150,15 @@ def _ack_sent(sock: TcpSock, now: int, event_id: int, what: str) -> None:
             f"(armed for {sock.delack_ato_jiffies} jiffies), so on a real machine the tick "
             "may come first and the ACK leave on its own just before (both are the kernel's)"
         )
+        if "FIN" in what and sock.env.link.one_way_delay_ns == 0:
+            explanation += (
+                ". Without a delay that ACK may even arrive after the FIN: lo queues each "
+                "packet on the backlog of the CPU that sent it (loopback_xmit, "
+                "enqueue_to_backlog), the timer's on one, the close()'s on another. If the "
+                "FIN has put the client in TIME_WAIT, it answers the old ACK with its own "
+                "last ACK (tcp_timewait_state_process), and the server's host, whose socket "
+                "that last ACK closed, resets (tcp_v4_send_reset; 6.1 and 6.18, late_ack.py)"
+            )
     sock.env.recorder.timer(
         now,
         sock.delack_fire_ns,
