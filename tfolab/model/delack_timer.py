@@ -43,6 +43,29 @@ from tfolab.model.state import TcpState
 from tfolab.model.wire import Wire
 
 
+def unread_window(sock: TcpSock, now: int) -> int | None:
+    """The window field if the application's last read had not yet run; None unless that
+    is a race: D = 0, the read freed memory, and it ran within the reaction time.
+
+    The model runs the application's read at the instant it was woken; a real
+    one reads up to Env.app_reaction_ns later. A segment the peer sent at the
+    same instant (its own application's next call) may be processed first,
+    with the data the read will take still in the receive queue. Captured on
+    Linux 6.1 (CI's VM, fastopen large-data at D = 0: the ACK of the first
+    segment after the SYN's data carried the right-edge bound, 498, not 501).
+    """
+    if (
+        sock.env.link.one_way_delay_ns
+        or not sock.read_freed
+        or now >= sock.read_at_ns + sock.env.app_reaction_ns
+    ):
+        return None
+    space, mss, unacked = sock.rspace, sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup
+    unread = space.window_if_read(mss, space.rmem + sock.read_freed, space.rcv_wnd, unacked)
+    read = space.window_if_read(mss, space.rmem, space.rcv_wnd, unacked)
+    return None if unread == read else unread
+
+
 def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
     """__tcp_ack_snd_check after `wire` was processed: ACK now, or arm the timer."""
     rules = sock.env.rules
@@ -77,6 +100,16 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
             if sock.more_in_burst or not wire.payload
             else sock.burst.merged_windows(sock.rspace, sock.ack.rcv_mss, sock.rcv_nxt)
         )
+        unread = unread_window(sock, now)
+        if unread is not None:
+            merged = tuple(sorted({*merged, unread}))
+            text += (
+                f"; and a race for its window (D = 0): the application's read of "
+                f"{sock.read_freed} B of truesize ran within its reaction time, so on a real "
+                "machine this segment may be processed before the read copied them: they "
+                "still count in sk_rmem_alloc and the window is then "
+                f"{unread} (tcp_select_window, which never moves the right edge left)"
+            )
         ack_event = send_ack(
             sock,
             now,

@@ -126,6 +126,7 @@ class TcpEndpoint:
         sock = self.sock
         data = bytes(sock.rcv_buf)
         sock.rcv_buf.clear()
+        sock.read_at_ns, sock.read_freed = now, sock.rspace.rmem
         sock.rspace.read_all()
         sock.app_busy_until_ns = now + sock.env.app_reaction_ns
         sock.delivered += data

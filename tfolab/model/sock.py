@@ -118,6 +118,11 @@ class TcpSock:
         # tcp_add_backlog: while the application holds the socket (a read that
         # only just ran), segments of one burst may be merged into one
         self.app_busy_until_ns = -1  # the application may hold the socket lock until then
+        # the last read: when the model ran it and the truesize it freed; without a delay
+        # a segment within the reaction time may be processed before the read copied
+        # (delack_timer.unread_window)
+        self.read_at_ns = -1
+        self.read_freed = 0
         self.more_in_burst = False  # the segment being received is not its burst's last
         self.burst = Burst()  # the data segments of the burst being received (burst.py)
         # rcv_nxt at the end of a burst whose race ACK may have covered it all: the next
