@@ -32,6 +32,8 @@ Rules:
   burst's end (Segment.merged_ack) is no optional segment: it leaves either
   way, acknowledging its own segment or the whole burst, with the window of
   that outcome.
+- Without a delay, each run of one side's pure ACKs is compared in the order
+  it was sent, not the order it arrived (`in_send_order`: two CPUs' backlogs).
 - Every disagreement is one sentence; an empty list means they agree.
 """
 
@@ -301,11 +303,15 @@ def pairs(
     kernel: list[Row],
     model_start: dict[int, float],
     kernel_start: dict[int, float],
+    *,
+    same_instant: bool = False,
 ) -> list[Pair]:
     """The model's and the kernel's segments aligned, each pair with its disagreement.
 
     `model_start` and `kernel_start` give each iteration's start on each clock;
-    an iteration missing from either is not timed.
+    an iteration missing from either is not timed. `same_instant` (no delay):
+    the kernel's pure ACKs are compared in the order they were sent
+    (`in_send_order`), not the order they arrived.
     """
     clocks = _Clocks(model_start, kernel_start)
     aligned: list[Pair] = []
@@ -313,11 +319,39 @@ def pairs(
     for connection in connections:
         ours = [r for r in model if r.connection == connection]
         theirs = [r for r in kernel if r.connection == connection]
+        if same_instant:
+            theirs = in_send_order(theirs)
         aligned += min(
             (_connection(connection, rows, theirs, clocks) for rows in _outcomes(ours)),
             key=lambda pairs_: sum(1 for p in pairs_ if p.sentence),
         )
     return aligned
+
+
+def in_send_order(rows: list[Row]) -> list[Row]:
+    """Each run of consecutive pure ACKs one side sent, in the order it sent them.
+
+    Without a delay, lo hands each packet to the receive backlog of the CPU
+    that sent it (loopback_xmit -> __netif_rx -> enqueue_to_backlog): ACKs a
+    socket sends from a softirq on one CPU and from its owner's release_sock
+    on another can arrive, and be captured, in either order (seen at MTU 128,
+    D = 0: ACK 685 before 457, 533 and 609). Within such a run the sequence
+    number stands still and the acknowledgment number only grows as they are
+    sent, so sorting the run by it gives back the sending order. Anything else
+    keeps its arrival order.
+    """
+    out: list[Row] = []
+    for sender in ("client", "server"):
+        run: list[Row] = []
+        for row in (r for r in rows if r.sender == sender):
+            if row.flags == ("ACK",) and row.length == 0:
+                run.append(row)
+                continue
+            out += sorted(run, key=lambda r: r.ack or 0)
+            out.append(row)
+            run = []
+        out += sorted(run, key=lambda r: r.ack or 0)
+    return out
 
 
 def _outcomes(rows: list[Row]) -> list[list[Row]]:
@@ -356,9 +390,12 @@ def packet_diff(
     kernel: list[Row],
     model_start: dict[int, float],
     kernel_start: dict[int, float],
+    *,
+    same_instant: bool = False,
 ) -> list[str]:
     """One sentence per disagreement between the model's and the kernel's segments."""
-    return [p.sentence for p in pairs(model, kernel, model_start, kernel_start) if p.sentence]
+    aligned = pairs(model, kernel, model_start, kernel_start, same_instant=same_instant)
+    return [p.sentence for p in aligned if p.sentence]
 
 
 def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:

@@ -132,7 +132,11 @@ class ScenarioResult:
         def compare(sim: Simulation) -> tuple[list[packets.Pair], list[packets.Row]]:
             model = packets.model_rows(sim)
             return packets.pairs(
-                model, kernel, packets.model_starts(sim), {0: 0.0, **starts}
+                model,
+                kernel,
+                packets.model_starts(sim),
+                {0: 0.0, **starts},
+                same_instant=not sim.one_way_delay_ms,
             ), model
 
         aligned, model = compare(self.simulation)

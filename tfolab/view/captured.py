@@ -146,7 +146,9 @@ def compare(scenario: ScenarioResult, one_way_delay_ms: float) -> Comparison:
     kernel_start = {0: 0.0} | {
         m.i: m.start_ms for m in scenario.measurements if m.start_ms is not None
     }
-    pairs = packets.pairs(model, kernel, model_start, kernel_start)
+    pairs = packets.pairs(
+        model, kernel, model_start, kernel_start, same_instant=not sim.one_way_delay_ms
+    )
     event_of = _model_events(sim.events, model)
     model_sentences: dict[int, str] = {}
     matched: dict[int, Row] = {}  # id(kernel row) -> model row
