@@ -43,27 +43,35 @@ from tfolab.model.state import TcpState
 from tfolab.model.wire import Wire
 
 
-def unread_window(sock: TcpSock, now: int) -> int | None:
-    """The window field if the application's last read had not yet run; None unless that
-    is a race: D = 0, the read freed memory, and it ran within the reaction time.
+def unread_windows(sock: TcpSock, now: int) -> tuple[int, ...]:
+    """Window fields the ACK may carry if the application's last read had not yet run when
+    this segment, or an earlier one, was processed; () unless that is a race: D = 0,
+    the read freed memory, and it ran within the reaction time.
 
     The model runs the application's read at the instant it was woken; a real
-    one reads up to Env.app_reaction_ns later. A segment the peer sent at the
+    one reads up to Env.app_reaction_ns later. Segments the peer sent at the
     same instant (its own application's next call) may be processed first,
-    with the data the read will take still in the receive queue. Captured on
-    Linux 6.1 (CI's VM, fastopen large-data at D = 0: the ACK of the first
-    segment after the SYN's data carried the right-edge bound, 498, not 501).
+    with the data the read will take still in the receive queue, and their
+    ACKs offer a lower right edge, which tcp_select_window then never moves
+    left: the next ACK's bound follows from that edge (`sock.unread_edge`),
+    whether the read has run by then or not. Captured on Linux 6.1 (CI's VM,
+    fastopen large-data at D = 0): the ACK of 2869, the first segment after
+    the SYN's 1420 bytes, carried 498, not 501; in other runs the ACK of 3001
+    after it carried 497, the bound that 498 left.
     """
     if (
         sock.env.link.one_way_delay_ns
         or not sock.read_freed
         or now >= sock.read_at_ns + sock.env.app_reaction_ns
     ):
-        return None
+        return ()
     space, mss, unacked = sock.rspace, sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup
-    unread = space.window_if_read(mss, space.rmem + sock.read_freed, space.rcv_wnd, unacked)
+    offered = space.rcv_wnd if sock.unread_edge is None else sock.unread_edge - sock.rcv_wup
+    unread = space.window_if_read(mss, space.rmem + sock.read_freed, offered, unacked)
+    read_since = space.window_if_read(mss, space.rmem, offered, unacked)
     read = space.window_if_read(mss, space.rmem, space.rcv_wnd, unacked)
-    return None if unread == read else unread
+    sock.unread_edge = sock.rcv_nxt + (unread << space.wscale)
+    return tuple(sorted({unread, read_since} - {read}))
 
 
 def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
@@ -100,15 +108,16 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
             if sock.more_in_burst or not wire.payload
             else sock.burst.merged_windows(sock.rspace, sock.ack.rcv_mss, sock.rcv_nxt)
         )
-        unread = unread_window(sock, now)
-        if unread is not None:
-            merged = tuple(sorted({*merged, unread}))
+        unread = unread_windows(sock, now)
+        if unread:
+            merged = tuple(sorted({*merged, *unread}))
             text += (
                 f"; and a race for its window (D = 0): the application's read of "
                 f"{sock.read_freed} B of truesize ran within its reaction time, so on a real "
-                "machine this segment may be processed before the read copied them: they "
-                "still count in sk_rmem_alloc and the window is then "
-                f"{unread} (tcp_select_window, which never moves the right edge left)"
+                "machine this segment (or one before it) may be processed before the read "
+                "copied them: they still count in sk_rmem_alloc, and the window is then "
+                f"{' or '.join(map(str, unread))} (tcp_select_window, which never moves the "
+                "right edge left)"
             )
         ack_event = send_ack(
             sock,

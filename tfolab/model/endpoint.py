@@ -127,6 +127,7 @@ class TcpEndpoint:
         data = bytes(sock.rcv_buf)
         sock.rcv_buf.clear()
         sock.read_at_ns, sock.read_freed = now, sock.rspace.rmem
+        sock.unread_edge = None
         sock.rspace.read_all()
         sock.app_busy_until_ns = now + sock.env.app_reaction_ns
         sock.delivered += data

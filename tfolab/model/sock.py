@@ -120,9 +120,10 @@ class TcpSock:
         self.app_busy_until_ns = -1  # the application may hold the socket lock until then
         # the last read: when the model ran it and the truesize it freed; without a delay
         # a segment within the reaction time may be processed before the read copied
-        # (delack_timer.unread_window)
+        # (delack_timer.unread_windows)
         self.read_at_ns = -1
         self.read_freed = 0
+        self.unread_edge: int | None = None  # the right edge ACKs offered had it not run
         self.more_in_burst = False  # the segment being received is not its burst's last
         self.burst = Burst()  # the data segments of the burst being received (burst.py)
         # rcv_nxt at the end of a burst whose race ACK may have covered it all: the next
