@@ -39,3 +39,34 @@ def test_the_next_ack_follows_the_right_edge_the_unread_outcome_left() -> None:
 
 def test_with_a_delay_the_read_is_long_done() -> None:
     assert all(alternatives == () for _, _, alternatives in _server_acks(10))
+
+
+def test_before_6_5_the_syn_data_skb_is_linear_and_charges_its_kmalloc_head() -> None:
+    """tcp_send_syn_data copied the SYN's data into the skb's head until "tcp: let
+    tcp_send_syn_data() build headless packets" (6.5): 1420 bytes take a 4 KiB head.
+    Captured on 6.1 (CI's VM, large-data with fastopen_sysctl=621, so the server
+    refuses the SYN's data and the client resends that skb): the ACK of 1421 carried
+    498, the right-edge bound, in 6 runs of 6; a 1420 + 1280-byte charge gives 501."""
+    from tfolab.model.rcv_space import linear_truesize
+
+    assert linear_truesize(16) == 1280  # a 1 KiB head: the small skb every 6.1 data skb has
+    assert linear_truesize(1420) == 4352
+    config = dataclasses.replace(
+        scenario("fastopen", "large-data").config, cookie_cache="warm", fastopen_sysctl=621
+    )
+    acks = {
+        True: _first_data_ack(config, LINUX_6_1),
+        False: _first_data_ack(config, receive_memory_for((6, 18), 131072, 6291456)),
+    }
+    assert acks[True] == (1421, 498)
+    assert acks[False][0] == 1421 and acks[False][1] != 498
+
+
+def _first_data_ack(config, memory) -> tuple[int | None, int | None]:
+    sim = simulate(config, one_way_delay_ms=0, iterations=1, receive_memory=memory)
+    first = next(
+        e for e in sim.events
+        if isinstance(e, Segment) and e.connection == 2 and e.sender == "server"
+        and e.flags == ("ACK",)
+    )  # fmt: skip
+    return first.ack, first.window

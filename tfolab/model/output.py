@@ -59,6 +59,7 @@ def transmit(
     window_alternatives: tuple[int, ...] = (),
     new_skb: bool = True,
     fresh: bool = False,
+    syn_data: bool = False,
 ) -> int:
     """Put one segment on the link and record it; returns the Segment event's id.
 
@@ -122,6 +123,7 @@ def transmit(
         what,
         window=offered,
         fresh=fresh,
+        syn_data=syn_data,
     )
     env.transmit(wire, arrival)
     if ack is not None:
@@ -233,6 +235,7 @@ def retransmit_syn_data(
         ),
         cause=cause,
         caused_by=caused_by,
+        syn_data=True,
     )
     sock.flights.append(Flight(1, 1 + len(data), now, True, event_id))
 

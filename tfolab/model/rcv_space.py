@@ -45,6 +45,12 @@ Rules, each after the kernel function it names (times do not matter here):
 - `select_window` (__tcp_select_window) and `advertise` (tcp_select_window:
   the window never shrinks below what the peer may still send).
 
+- The SYN's data (`syn_data_truesize`): before 6.5 tcp_send_syn_data copies it
+  into the skb's head, so it charges that kmalloc'd head (`linear_truesize`,
+  4352 bytes for 1420), as a Fast Open child's queue (tcp_fastopen_add_skb
+  keeps the received clone) and when the client resends that skb alone; from
+  6.5 it is a page frag like any other payload.
+
 Truesize is an estimate of the kernel's accounting: payload plus the skb's
 head, sk_buff and shared info, 1280 bytes before 6.3 (a 1 KiB kmalloc head)
 and 896 after (the 640-byte skb_small_head_cache), good to a few hundred
@@ -71,6 +77,9 @@ class ReceiveMemory:
     rmem_max: int = 6_291_456  # tcp_rmem[2]
     scaling_ratio: bool = True  # 6.6+: window = memory x measured ratio; before: half
     skb_head_truesize: int = 896  # the truesize of a data skb besides its payload
+    # before 6.5 tcp_send_syn_data copies the SYN's data into the skb's head (a
+    # kmalloc'd linear area): its truesize is that allocation's (`syn_data_truesize`)
+    syn_data_linear: bool = False
 
     def describe(self) -> str:
         way = "scaling_ratio" if self.scaling_ratio else "tcp_adv_win_scale 1"
@@ -84,7 +93,29 @@ def receive_memory_for(release: tuple[int, int], rmem_default: int, rmem_max: in
         rmem_max=rmem_max,
         scaling_ratio=release >= (6, 6),  # "tcp: get rid of sysctl_tcp_adv_win_scale"
         skb_head_truesize=896 if release >= (6, 3) else 1280,  # skb_small_head_cache
+        # "tcp: let tcp_send_syn_data() build headless packets" (6.5)
+        syn_data_linear=release < (6, 5),
     )
+
+
+# x86-64 distribution builds: MAX_TCP_HEADER = L1_CACHE_ALIGN(128 + MAX_HEADER 176),
+# SKB_DATA_ALIGN(sizeof(struct skb_shared_info)), SKB_DATA_ALIGN(sizeof(struct sk_buff))
+MAX_TCP_HEADER, SHINFO_BYTES, SK_BUFF_BYTES = 320, 320, 256
+KMALLOC_SIZES = (32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
+
+
+def linear_truesize(length: int) -> int:
+    """The truesize of a skb whose `length` bytes sit in its head (before 6.5, the SYN's data).
+
+    tcp_stream_alloc_skb(sk, length) -> __alloc_skb(length + MAX_TCP_HEADER): the
+    head is SKB_DATA_ALIGN(that) + the shared info, rounded up to its kmalloc
+    cache (kmalloc_size_roundup), and truesize = that + the sk_buff
+    (SKB_TRUESIZE(SKB_WITH_OVERHEAD(osize))). The receiver on lo charges the
+    sender's clone, which keeps this truesize.
+    """
+    size = -(-(length + MAX_TCP_HEADER) // 64) * 64 + SHINFO_BYTES
+    head = next((k for k in KMALLOC_SIZES if k >= size), -(-size // 4096) * 4096)
+    return head + SK_BUFF_BYTES
 
 
 @dataclass
@@ -157,14 +188,17 @@ class RcvSpace:
         fresh: bool = True,
         measured: int | None = None,
         end: int = 0,
+        syn_data: bool = False,
     ) -> bool:
         """A data segment of `length` joined the receive queue; True if it grants a quick ACK.
 
         `rcv_mss` is icsk_ack.rcv_mss before tcp_measure_rcv_mss sees this segment,
         `measured` after it (tcp_grow_window runs after the measurement);
-        `fresh`: the segment is a new skb (cut in software), not the sender's clone.
+        `fresh`: the segment is a new skb (cut in software), not the sender's clone;
+        `syn_data`: the SYN's data resent in its own skb (`syn_data_truesize`).
         """
-        truesize = self.rules.skb_head_truesize + length
+        linear = syn_data and self.rules.syn_data_linear
+        truesize = linear_truesize(length) if linear else self.rules.skb_head_truesize + length
         if self.tail_unread and self.tail_fresh:
             self.rmem += length  # coalesced into the tail
         else:
@@ -179,12 +213,19 @@ class RcvSpace:
                 self._set_window_clamp(self.full_space())
         # truesize_adjust (6.1 and 6.18): a skb whose payload is all in page frags (the
         # sender's clone) counts its frags only, so tcp_grow_window's check #2 passes
-        adjusted = truesize if fresh else length
+        # (a linear head is no page frag: truesize_adjust leaves it whole)
+        adjusted = truesize if fresh or linear else length
         return length >= 128 and self._grow_window(length, adjusted, measured or rcv_mss)
+
+    def syn_data_truesize(self, length: int) -> int:
+        """What the skb tcp_send_syn_data built charges (linear before 6.5)."""
+        if self.rules.syn_data_linear:
+            return linear_truesize(length)
+        return self.rules.skb_head_truesize + length
 
     def charge(self, length: int) -> None:
         """tcp_fastopen_add_skb: a SYN's data is queued without the data-receive path."""
-        self.rmem += self.rules.skb_head_truesize + length
+        self.rmem += self.syn_data_truesize(length)
         self.tail_unread = True
         self.tail_fresh = False  # the SYN's own (cloned) skb
 

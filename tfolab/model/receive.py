@@ -120,6 +120,7 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
         fresh=wire.fresh,
         measured=sock.ack.rcv_mss,
         end=sock.rcv_nxt,
+        syn_data=wire.syn_data,
     ):
         sock.ack.quick |= 1  # tcp_grow_window grew rcv_ssthresh
     if text:

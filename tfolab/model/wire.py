@@ -44,6 +44,8 @@ class Wire:
     window: int = 0
     # a fresh skb cut from a GSO packet in software, not the sender's clone (rcv_space.py)
     fresh: bool = False
+    # the SYN's data resent in the skb tcp_send_syn_data built (rcv_space.syn_data_truesize)
+    syn_data: bool = False
 
     @property
     def syn(self) -> bool:
