@@ -78,6 +78,9 @@ def explore(
                     "shrunk": small.command(),
                     "shrink_runs": runs,
                     "detail": small_outcome.detail[:12],
+                    # a shrink keeps any failure of the same kind, maybe another one:
+                    # what the drawn case itself said is kept as well
+                    "drawn_detail": outcome.detail[:12],
                 }
             )
     kinds = Counter(outcome.kind for _, outcome in results)
@@ -127,6 +130,10 @@ def print_figures(figures: dict[str, object]) -> None:
         print(f"  (drawn as: {failure['command']})")
         for line in failure["detail"]:
             print(f"    {line}")
+        if failure["shrunk"] != failure["command"]:
+            print("  the drawn case itself said:")
+            for line in failure["drawn_detail"]:
+                print(f"    {line}")
 
 
 def main(argv: list[str] | None = None, *, space: str = "uniform") -> int:

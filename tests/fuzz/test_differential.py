@@ -80,3 +80,24 @@ def test_the_space_covers_every_setting_and_lab() -> None:
     delays = [case.delay_ms for case in drawn]
     assert min(delays) == 0 and max(delays) > 900
     assert cases(7, 400) == drawn  # the same seed, the same cases
+
+
+def test_a_shrunk_failure_also_shows_what_the_drawn_case_said(capsys) -> None:
+    """A shrink keeps any failure of the same kind: CI once showed only a D = 0 window
+    miss for a case drawn at D = 160.5 whose own disagreement was never printed."""
+    figures = {
+        "seed": 1, "backend": "netem", "cases": 1, "asked": 1, "seconds": 1.0,
+        "outcomes": {"disagreed": 1}, "races": {"named": 0, "used": 0},
+        "timing_repeats": [], "ranges": {}, "field_ranges": {}, "refusals": {},
+        "failures": [{
+            "kind": "disagreed",
+            "command": "tfolab run fastopen --delay 160.5",
+            "shrunk": "tfolab run fastopen --delay 0",
+            "shrink_runs": 3,
+            "detail": ["the shrunk case's sentence"],
+            "drawn_detail": ["the drawn case's sentence"],
+        }],
+    }  # fmt: skip
+    print_figures(figures)
+    out = capsys.readouterr().out
+    assert "the shrunk case's sentence" in out and "the drawn case's sentence" in out
