@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -73,7 +74,7 @@ class Student:
         self.screen = ""
         self.pressed = 0.0
         self.result_s: float | None = None
-        self.saved: dict | None = None
+        self.saved: dict[str, Any] | None = None
         self.ready = False  # its lab is open, r not pressed yet
         self.save_timeout_s = 600.0
 
@@ -118,11 +119,12 @@ class Student:
             await asyncio.sleep(0.2)
         self.screen = ""
 
-    async def _saved(self, timeout_s: float) -> dict:
+    async def _saved(self, timeout_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             for path in self.results.glob(f"run-*-{self.name}-*.json"):
-                return json.loads(path.read_text())
+                saved: dict[str, Any] = json.loads(path.read_text())
+                return saved
             await asyncio.sleep(0.1)
         last = " ".join(self.screen[-3000:].split())[-600:]
         raise TimeoutError(f"{self.name}: no saved result in {timeout_s} s; its screen: {last}")

@@ -52,6 +52,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tfolab.runner.backends.nfqueue import delayer_args
 from tfolab.runner.backends.nfrule import RuleRefused, install_rule
@@ -108,7 +109,7 @@ def start_delayer(binary: str, delay_ms: float, queue: int) -> subprocess.Popen[
     return proc
 
 
-def stop_delayer(proc: subprocess.Popen[str]) -> tuple[dict, str]:
+def stop_delayer(proc: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
     proc.send_signal(signal.SIGTERM)
     try:
         out, err = proc.communicate(timeout=5)
@@ -147,7 +148,9 @@ def sleep_until(deadline_ns: int) -> None:
         time.sleep(left / 1e9)
 
 
-def measure(binary: str, delay_ms: float, packets: int, burst: int, interval_ms: float) -> dict:
+def measure(
+    binary: str, delay_ms: float, packets: int, burst: int, interval_ms: float
+) -> dict[str, Any]:
     """Run inside a fresh namespace: the whole measurement, as a dict."""
     set_loopback()
     add_queue_rule("udp", QUEUE)
@@ -207,7 +210,7 @@ def measure(binary: str, delay_ms: float, packets: int, burst: int, interval_ms:
 # --------------------------------------------------------------------------- figures
 
 
-def spread(errors_ms: list[float]) -> dict:
+def spread(errors_ms: list[float]) -> dict[str, Any]:
     if not errors_ms:
         return {"n": 0, "median": None, "p99": None, "max": None, "min": None}
     ordered = sorted(errors_ms)
@@ -227,9 +230,9 @@ def summarise(
     packets: int,
     burst: int,
     interval_ms: float,
-    stats: dict,
+    stats: dict[str, Any],
     stats_line: str,
-) -> dict:
+) -> dict[str, Any]:
     paced = packets - burst
     seqs = [r[0] for r in rows]
     unique = set(seqs)
@@ -270,7 +273,7 @@ def summarise(
     }
 
 
-def report(result: dict) -> str:
+def report(result: dict[str, Any]) -> str:
     r = result
     lines = [
         f"tfo-delay accuracy: D = {r['delay_ms']:g} ms one-way, {r['packets']} UDP packets "

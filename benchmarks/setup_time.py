@@ -18,7 +18,7 @@ import time
 from tfolab.lab.catalog import find_lab
 from tfolab.lab.session import plan
 from tfolab.runner.client import stream_events
-from tfolab.runner.protocol import Job, JobScenario
+from tfolab.runner.protocol import Failed, Job, JobScenario, Setup
 
 
 async def one_run(delay_ms: float, backend: str) -> tuple[float, float, str]:
@@ -33,11 +33,11 @@ async def one_run(delay_ms: float, backend: str) -> tuple[float, float, str]:
     started = time.monotonic()
     setup_ms, seen_ms, used = 0.0, 0.0, "?"
     async for event in stream_events(job):
-        if event["event"] == "setup":
-            setup_ms, used = float(event["setup_ms"]), str(event["backend"])
+        if isinstance(event, Setup):
+            setup_ms, used = event.setup_ms, event.backend
             seen_ms = (time.monotonic() - started) * 1000
-        if event["event"] == "error":
-            raise SystemExit(f"runner error: {event['reason']} ({event.get('fix', '')})")
+        if isinstance(event, Failed):
+            raise SystemExit(f"runner error: {event.reason} ({event.fix})")
     return setup_ms, seen_ms, used
 
 

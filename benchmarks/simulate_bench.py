@@ -13,12 +13,12 @@ import statistics
 import time
 
 from tests.model.scenarios import SCENARIOS
-from tfolab.model import simulate
+from tfolab.model import ScenarioConfig, simulate
 
 TARGET_MS = 50.0
 
 
-def median_ms(config, iterations: int, repeat: int) -> float:
+def median_ms(config: ScenarioConfig, iterations: int, repeat: int) -> float:
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
