@@ -230,13 +230,8 @@ def _with_late_arrivals(sim: Simulation, rows: list[Row], row_of: dict[int, Row]
             for n, segment in enumerate(late.after)
         )
         after.setdefault(id(carrier), []).append(lead)
-        last_ack = next(
-            (r for r in rows if r.connection == carrier.connection and r.sender != carrier.sender
-             and r.flags == ("ACK",) and r.ack == answers[0].ack and r.seq == answers[0].seq
-             and r.arrived_ms >= carrier.arrived_ms),
-            None,
-        )  # fmt: skip
-        after.setdefault(id(last_ack if last_ack is not None else carrier), []).extend(answers)
+        last_ack = row_of.get(late.last_ack, carrier)
+        after.setdefault(id(last_ack), []).extend(answers)
     out: list[Row] = []
     for row in rows:
         out.append(row)

@@ -60,6 +60,7 @@ class LateArrival:
 
     timer: int  # the race Timer's id
     carrier: int  # the FIN segment the timer raced
+    last_ack: int  # the peer's last ACK (of that FIN), which TIME_WAIT's answer repeats
     after: tuple[LateSegment, ...]  # arriving after the carrier, in order
 
 
@@ -80,6 +81,7 @@ def late_arrivals(events: tuple[Event, ...], one_way_delay_ms: float) -> tuple[L
             LateArrival(
                 timer=timer.id,
                 carrier=carrier.id,
+                last_ack=answer.id,
                 after=(
                     LateSegment(
                         carrier.sender, ("ACK",), carrier.seq, carrier.ack, ("TS",),
