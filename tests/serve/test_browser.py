@@ -95,23 +95,38 @@ def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp
                 page.screenshot(path=str(failed))  # what the student saw instead
                 print(f"\nscreenshot of the page without a result: {failed}")
                 raise
-            page.wait_for_timeout(3000)  # the UI repaints its progress once a second
+            document = json.loads(saved.read_text())
+            assert document["kind"] == "run" and document["payload"]["session"] == "Ada L"
+            run = document["payload"]["run"]
+            values = [i["measured_ms"] for s in run["scenarios"] for i in s["iterations"]]
+            assert values and all(i["ok"] for s in run["scenarios"] for i in s["iterations"])
+            # The run is saved before the screen repaints: wait for the repaint that
+            # draws each measured value and the banner's verdict.
+            expected = [f"{value:.1f}" for value in values] + ["all in the predicted band"]
+            received = _wait_for_text(page, expected, 30)
             shot = _artifacts(tmp_path) / "tfolab-serve-real-run.png"
             page.screenshot(path=str(shot))
             print(f"\nscreenshot of the served real run: {shot}")
-            received = ESCAPES.sub("", "".join(page.evaluate("window.__received")))
             browser.close()
-        document = json.loads(saved.read_text())
-        assert document["kind"] == "run" and document["payload"]["session"] == "Ada L"
-        run = document["payload"]["run"]
-        values = [i["measured_ms"] for s in run["scenarios"] for i in s["iterations"]]
-        assert values and all(i["ok"] for s in run["scenarios"] for i in s["iterations"])
-        for value in values:  # each measured value was drawn on the page
-            assert f"{value:.1f}" in received, (value, received[-2000:])
-        assert "all in the predicted band" in received
+        missing = [text for text in expected if text not in received]
+        if missing:
+            dump = _artifacts(tmp_path) / "tfolab-serve-received.txt"
+            dump.write_text(received)
+            print(f"\nwhat the page received (escapes stripped): {dump}")
+        assert not missing, (missing, received[-2000:])
         assert shot.stat().st_size > 10_000
     finally:
         shutil.rmtree(results, ignore_errors=True)
+
+
+def _wait_for_text(page, expected: list[str], timeout_s: float) -> str:
+    """What the page received once every expected text is in it, or at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        received = ESCAPES.sub("", "".join(page.evaluate("window.__received")))
+        if all(text in received for text in expected) or time.monotonic() > deadline:
+            return received
+        page.wait_for_timeout(500)
 
 
 def _wait_for_result(folder: Path, timeout_s: float) -> Path:
