@@ -23,6 +23,7 @@ import aiohttp
 import pytest
 
 from tests.conftest import run_tfolab
+from tests.serve.test_serve_autogroup import _sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 AS_DAEMON = (sys.executable, "-m", "tests.as_user", "daemon")  # a second local user
@@ -98,15 +99,18 @@ async def test_loopback_needs_the_token_from_anyone(serve) -> None:
         async with http.get(served.local_url()) as response:
             assert response.status == 403
         assert await _ws_status(served.local_url("ws").replace("http", "ws")) == 403
-    if os.geteuid() == 0:  # another local user (serve runs as nobody): refused as well
-        other = subprocess.run(
-            [*AS_DAEMON, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", served.local_url()],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        )
-        assert other.stdout == "403", other
+
+
+async def test_another_local_user_needs_the_token_on_loopback(root, serve) -> None:
+    served = serve()  # as root, serve runs as nobody; the request comes from daemon
+    other = subprocess.run(
+        [*AS_DAEMON, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", served.local_url()],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert other.stdout == "403", other
 
 
 async def test_another_sites_page_and_a_rebinding_name_are_refused(serve) -> None:
@@ -149,7 +153,14 @@ async def test_the_token_from_the_environment_or_a_file_is_not_in_ps(serve, tmp_
     secret = "from-the-environment-1234"
     served = serve(env={"TFOLAB_SERVE_TOKEN": secret})
     assert served.token == secret
-    assert await _ws_status(served.ws_url()) == 101
+    async with aiohttp.ClientSession() as http, http.ws_connect(served.ws_url()) as websocket:
+        await websocket.receive()
+        # A session's processes run as the session's user, who may read their
+        # environment: the variable must not reach them.
+        (session,) = _sessions(served.process.pid)
+        environment = Path(f"/proc/{session}/environ").read_bytes()
+        assert b"TFOLAB_SESSION_ID=" in environment
+        assert secret.encode() not in environment
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
     assert secret not in ps
     file = tmp_path / "token"

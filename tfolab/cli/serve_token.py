@@ -6,6 +6,9 @@ Rules:
 - The first given wins: --token T (visible in `ps`: for a quick try),
   --token-file FILE (a regular file only its owner may read), the
   environment variable TFOLAB_SERVE_TOKEN; else one is generated (secrets).
+- The variable is removed from serve's environment once read, whichever
+  source wins: every session's processes inherit that environment, and a
+  session's user may read its own processes' /proc/PID/environ.
 - A token is 8 to 128 letters, digits, - or _; anything else is one line
   and exit 2. The file is opened without blocking (a FIFO is refused) and
   read up to MAX_FILE bytes.
@@ -60,11 +63,11 @@ def read_token_file(path: str) -> str:
 
 def choose_token(given: str | None, file: str | None) -> str:
     """The token every request needs; UserError for a malformed or unreadable one."""
+    from_env = os.environ.pop(TOKEN_ENV, None)
     if given is not None:
         return _checked(given, "--token")
     if file is not None:
         return read_token_file(file)
-    from_env = os.environ.get(TOKEN_ENV)
     if from_env:
         return _checked(from_env, f"${TOKEN_ENV}")
     return secrets.token_urlsafe(18)
