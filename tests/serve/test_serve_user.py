@@ -7,14 +7,20 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import shutil
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_tfolab
+from tests.environment import require_or_skip
 from tests.serve.test_serve import _descendants
 from tests.serve.test_serve_autogroup import _alive
+from tests.served_slots import slots_by_flag
 from tfolab.core.errors import UserError
 from tfolab.core.privileges import find_account
 
@@ -45,8 +51,38 @@ def _parent(pid: int) -> int:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
-def test_a_user_whose_group_is_roots_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    # No such account exists on a clean machine (and tests add none): the lookup is faked.
+@needs_root
+@pytest.mark.parametrize("given", ["wheelish", "4242"])
+def test_a_user_whose_group_is_roots_is_refused(given: str, tmp_path) -> None:
+    # A real account whose primary group is root's, seen by the real lookup: the
+    # host's /etc/passwd with one more line, bound over it in a mount namespace
+    # of serve's own (the host's file is never changed).
+    if shutil.which("unshare") is None:
+        require_or_skip("unshare", "util-linux unshare makes the mount namespace")
+    passwd = tmp_path / "passwd"
+    passwd.write_text(
+        Path("/etc/passwd").read_text() + "wheelish:x:4242:0::/nonexistent:/bin/false\n"
+    )
+    command, environment = slots_by_flag(["serve", "--user", given, "--port", "0"], None)
+    done = subprocess.run(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
+            'mount --bind "$0" /etc/passwd && exec "$@"',
+            *(str(passwd), sys.executable, "-m", "tfolab", *command),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "primary group is root's" in done.stderr and "usermod -g" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+    with pytest.raises(KeyError):
+        pwd.getpwnam("wheelish")  # the host's accounts are as they were
+
+
+def test_the_group_check_reads_the_account_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = pwd.struct_passwd(("wheelish", "x", 4242, 0, "", "/nonexistent", "/bin/false"))
     monkeypatch.setattr(pwd, "getpwnam", lambda name: fake)
     with pytest.raises(UserError, match="primary group is root's"):
