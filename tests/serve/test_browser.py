@@ -1,4 +1,6 @@
-"""A real browser: Debian's chromium, headless, against `tfolab serve`, runs a lab for real.
+"""A real browser: Debian's chromium, headless, against `tfolab serve`, runs a lab for real;
+then another browser types the same name and runs it too, and `tfolab grade` gives each
+browser (its own cookie, its own identity) a row of its own, both flagged.
 
 Playwright drives the system's /usr/bin/chromium (no browser download). The
 page's terminal draws on a canvas, so the test reads what the page received
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_tfolab
 from tests.environment import require_or_skip
 
 pytestmark = pytest.mark.root
@@ -64,37 +67,14 @@ def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp
         require_or_skip("playwright", f"not importable ({err}): pip install -e '.[test]'")
     results = Path(tempfile.mkdtemp(prefix="tfolab-class-"))
     os.chmod(results, 0o755)
+    folder = results / "class"
     try:
-        served = serve("--host", "0.0.0.0", "--results", str(results / "class"))
+        served = serve("--host", "0.0.0.0", "--results", str(folder))
         url = served.local_url(f"?token={served.token}")
         with playwright.sync_playwright() as driver:
             browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.add_init_script(KEEP_RECEIVED)
-            page.goto(url)
-            page.wait_for_selector("body.-first-byte", timeout=60_000)
-            page.click(".textual-terminal")
-            page.wait_for_timeout(1000)
-            page.keyboard.type("Ada L")  # the session's name, asked once
-            page.keyboard.press("Enter")
-            page.wait_for_timeout(1000)
-            page.keyboard.press("Enter")  # the first lab, on its first scenario
-            page.wait_for_timeout(2000)
-            # Predict first: iteration 1, then iterations 2+ (name and folder filled in).
-            # A key reaches the field that has the focus when it is handled, and a
-            # focus change is handled later than the keys behind it: pause between.
-            for key in ("4", "D", "Tab", "4", "D", "Enter"):
-                page.keyboard.press(key)
-                page.wait_for_timeout(300)
-            page.wait_for_timeout(1000)
-            page.keyboard.press("r")  # run it for real
-            try:
-                saved = _wait_for_result(results / "class", 120)
-            except AssertionError:
-                failed = _artifacts(tmp_path) / "tfolab-serve-no-result.png"
-                page.screenshot(path=str(failed))  # what the student saw instead
-                print(f"\nscreenshot of the page without a result: {failed}")
-                raise
+            saved = _predict_and_run(page, url, "Ada L", folder, tmp_path)
             document = json.loads(saved.read_text())
             assert document["kind"] == "run" and document["payload"]["session"] == "Ada L"
             run = document["payload"]["run"]
@@ -107,6 +87,9 @@ def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp
             shot = _artifacts(tmp_path) / "tfolab-serve-real-run.png"
             page.screenshot(path=str(shot))
             print(f"\nscreenshot of the served real run: {shot}")
+            # Another browser (its own cookies: another identity) types the same name.
+            other = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+            _predict_and_run(other, url, "Ada L", folder, tmp_path, runs_before=1)
             browser.close()
         missing = [text for text in expected if text not in received]
         if missing:
@@ -115,8 +98,52 @@ def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp
             print(f"\nwhat the page received (escapes stripped): {dump}")
         assert not missing, (missing, received[-2000:])
         assert shot.stat().st_size > 10_000
+        _the_name_counts_twice(folder, "Ada L")
     finally:
         shutil.rmtree(results, ignore_errors=True)
+
+
+def _predict_and_run(page, url: str, name: str, folder: Path, tmp_path: Path, runs_before=0):
+    """A student opens the class, types a name, predicts the first scenario and runs it."""
+    page.add_init_script(KEEP_RECEIVED)
+    page.goto(url)
+    page.wait_for_selector("body.-first-byte", timeout=60_000)
+    page.click(".textual-terminal")
+    page.wait_for_timeout(1000)
+    page.keyboard.type(name)  # the session's name, asked once
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(1000)
+    page.keyboard.press("Enter")  # the first lab, on its first scenario
+    page.wait_for_timeout(2000)
+    # Predict first: iteration 1, then iterations 2+ (name and folder filled in).
+    # A key reaches the field that has the focus when it is handled, and a
+    # focus change is handled later than the keys behind it: pause between.
+    for key in ("4", "D", "Tab", "4", "D", "Enter"):
+        page.keyboard.press(key)
+        page.wait_for_timeout(300)
+    page.wait_for_timeout(1000)
+    page.keyboard.press("r")  # run it for real
+    try:
+        return _wait_for_result(folder, 120, runs_before)
+    except AssertionError:
+        failed = _artifacts(tmp_path) / "tfolab-serve-no-result.png"
+        page.screenshot(path=str(failed))  # what the student saw instead
+        print(f"\nscreenshot of the page without a result: {failed}")
+        raise
+
+
+def _the_name_counts_twice(folder: Path, name: str) -> None:
+    """Two sessions typed one name: tfolab grade gives each its own row, flagged."""
+    deadline = time.monotonic() + 30  # the attempt is saved just after the run
+    while len(_attempts(folder)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    done = run_tfolab("grade", str(folder), "--json", timeout=60)
+    assert done.returncode == 0, done.stderr
+    rows = [row for row in json.loads(done.stdout)["students"] if row["student"] == name]
+    assert len(rows) == 2, rows
+    assert len({row["session"] for row in rows}) == 2, rows
+    assert all(row["session"].startswith("browser ") for row in rows), rows  # serve's cookie
+    assert all(row["sessions_with_name"] == 2 for row in rows)
 
 
 def _wait_for_text(page, expected: list[str], timeout_s: float) -> str:
@@ -129,11 +156,16 @@ def _wait_for_text(page, expected: list[str], timeout_s: float) -> str:
         page.wait_for_timeout(500)
 
 
-def _wait_for_result(folder: Path, timeout_s: float) -> Path:
+def _attempts(folder: Path) -> list[Path]:
+    return [p for p in folder.glob("*.json") if not p.name.startswith("run-")]
+
+
+def _wait_for_result(folder: Path, timeout_s: float, runs_before: int = 0) -> Path:
+    """The newest run saved in `folder` once there are more than `runs_before`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        found = sorted(folder.glob("run-*.json")) if folder.is_dir() else []
-        if found:
-            return found[0]
+        found = sorted(folder.glob("run-*.json"), key=lambda p: p.stat().st_mtime_ns)
+        if len(found) > runs_before:
+            return found[-1]
         time.sleep(0.5)
     raise AssertionError(f"no run saved in {folder} within {timeout_s} s")
