@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import aiohttp
@@ -59,16 +57,12 @@ async def test_a_cookie_that_is_not_text_is_refused_quietly(serve) -> None:
     served = serve()
     token = served.token
     assert token is not None
-    times = []
     for _ in range(10):
-        started = time.monotonic()
         status, body = await _raw(served.port, _get_raw(b"/", b"Cookie: tfolab_token=\xff"))
-        times.append(time.monotonic() - started)
         assert status == 403 and body.rstrip().endswith(b"open the address `tfolab serve` printed.")
     for query in (b"/?token=%ff", b"/?token=%ed%b3%bf", b"/?token=" + b"A" * 5000):
         assert (await _raw(served.port, _get_raw(query)))[0] in (403, 400, 414, 431)
-    # each refusal costs what a refusal costs, not a rendered traceback (it was ~140 ms)
-    assert statistics.median(times) < 0.05, times
+    # each refusal costs what a refusal costs: no traceback rendered (that took ~140 ms)
     everything = served.stop()
     assert everything.count(token) == 1, everything  # only in the printed address
     assert "Traceback" not in everything and "locals" not in everything.lower()
