@@ -76,6 +76,37 @@ async def test_a_served_bench_beyond_its_budget_is_refused_before_it_starts(serv
             reader.cancel()
 
 
+async def test_a_served_run_beyond_its_budget_is_refused_in_the_browser(serve) -> None:
+    served = serve()
+    screen = Screen()
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(served.ws_url("width=300&height=50"), max_msg_size=0) as websocket,
+    ):
+        reader = asyncio.create_task(screen.read(websocket))
+        try:
+            await screen.wait_for("Labs")
+            await asyncio.sleep(1)
+
+            async def keys(*sequence: str) -> None:
+                for key in sequence:
+                    await websocket.send_json(["stdin", key])
+                    await asyncio.sleep(0.2)
+
+            await keys("\r")  # the first lab; the focus is on its first prediction
+            await screen.wait_for("preset D/RTT ms")
+            # 200 iterations at 400 ms one way: over 5 minutes in the slots.
+            await keys(*["\t"] * 5, HOME, CLEAR_RIGHT, *"400")  # the delay field
+            await keys(*["\t"] * 3, HOME, CLEAR_RIGHT, *"200")  # the iterations field
+            await keys("\t", "\t", *"4D", "\t", *"4D", "\r")  # predict first, as a student must
+            await keys("r")
+            await screen.wait_for("a served session's run may take 60 s")
+            (ui,) = _sessions(served.process.pid)
+            assert not _descendants_running(ui, "tfolab.runner")
+        finally:
+            reader.cancel()
+
+
 def _descendants_running(pid: int, module: str) -> list[int]:
     from tests.serve.test_serve import _descendants
 
