@@ -15,7 +15,7 @@ from tests.model.scenarios import scenario
 from tfolab.lab import packets
 from tfolab.model import Simulation, simulate
 from tfolab.model.apps import ServerScript
-from tfolab.model.events import Timer
+from tfolab.model.events import Segment, Timer
 from tfolab.model.rcv_space import ReceiveMemory
 from tfolab.runner.protocol import CapturedRow
 
@@ -357,3 +357,43 @@ def test_only_pure_acks_are_put_back_in_order() -> None:
         packets.model_rows(sim), packets.captured_rows(kernel), starts, starts, same_instant=True
     )
     assert said != []
+
+
+def _nodelay_at_d10() -> Simulation:
+    return simulate(scenario("delack", "nodelay").config, one_way_delay_ms=10, iterations=1)
+
+
+def test_the_third_ack_wakes_accept_and_the_request_may_share_one_ack() -> None:
+    """Captured on 6.18 through NFQUEUE at D = 10 (the lab's own nodelay, once in a few
+    dozen runs): the two writes arrived with the third ACK and the server sent one ACK
+    of both (17), none of the first 10 bytes. That third ACK woke accept() (the ACK of
+    the SYN-ACK changes the state, sk_state_change); the server then read, holding the
+    socket while the writes were processed: 6.7+ defers the first one's ACK to
+    tcp_release_cb (TCP_ACK_DEFERRED), 6.1 coalesces them in tcp_add_backlog."""
+    sim = _nodelay_at_d10()
+    rows = packets.model_rows(sim)
+    acks = [r for r in rows if r.sender == "server" and r.length == 0 and r.ack in (11, 17)]
+    assert [(r.ack, r.optional) for r in acks] == [(11, True), (17, False)]
+    first = next(
+        e for e in sim.events if isinstance(e, Segment) and e.sender == "server" and e.ack == 11
+    )
+    assert "completed the handshake woke accept()" in first.explanation
+    assert "TCP_ACK_DEFERRED" in first.explanation
+    for race_acks in (False, True):  # one ACK of both, or one each: the kernel's two outcomes
+        assert _diff(sim, _as_captured(rows, race_acks=race_acks)) == []
+
+
+def test_without_the_third_ack_in_the_burst_the_first_data_ack_is_certain() -> None:
+    """Only an ACK that arrives with the request wakes the server before its data: with
+    the request alone (the handshake finished a round trip earlier, as on a kept
+    connection), the first of its segments is processed before any wake-up."""
+    config = dataclasses.replace(
+        scenario("delack", "nodelay").config, fresh_connection_each_iteration=False
+    )
+    sim = simulate(config, one_way_delay_ms=10, iterations=3)
+    later = [
+        e for e in sim.events
+        if isinstance(e, Segment) and e.sender == "server" and not e.length
+        and e.iteration > 1 and e.ack is not None and e.ack > 1
+    ]  # fmt: skip
+    assert later and not any("completed the handshake" in e.explanation for e in later)

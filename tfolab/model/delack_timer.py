@@ -97,8 +97,15 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
                 "to tcp_release_cb (TCP_ACK_DEFERRED): then one ACK covers both"
             )
         elif woken:
+            waker = (
+                "the burst's first segment woke the reader"
+                if not sock.burst.woken
+                else "the ACK that completed the handshake woke the reader (sk_state_change)"
+                if sock.tfo_child
+                else "the ACK that completed the handshake woke accept() (sk_state_change)"
+            )
             text += (
-                "; but a race: the burst's first segment woke the reader, and once it holds "
+                f"; but a race: {waker}, and once it holds "
                 "the socket the rest of the burst waits in its backlog, where Linux 6.1's "
                 "tcp_add_backlog merges it and 6.7+ defers its ACK to tcp_release_cb "
                 "(TCP_ACK_DEFERRED): then one ACK covers the rest of the burst"

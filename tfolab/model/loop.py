@@ -147,6 +147,13 @@ class World:
         self._in_flight[burst] = self._in_flight.get(burst, 0) + 1
         self._at(arrival, lambda now: self._deliver(now, wire, burst))
 
+    def _arriving(self, connection: int, sender: str, now: int) -> bool:
+        """Are more of `sender`'s segments on `connection` still to arrive at `now`?"""
+        return any(
+            (number, side, arrival) == (connection, sender, now)
+            for number, side, arrival, _ in self._in_flight
+        )
+
     def _last_of_burst(self, burst: tuple[int, str, int, int]) -> bool:
         """True when no other segment of this burst is still to arrive.
 
@@ -311,6 +318,14 @@ class World:
         conn.server.receive(now, wire)
         assert conn.server_script is not None
         woken = _wakes(wire, before, conn.server.sock.state)
+        if (
+            before is TcpState.SYN_RECV
+            and woken
+            and not wire.payload  # data that completes the handshake is the burst's first
+            and self._arriving(conn.number, "client", now)
+        ):
+            # sk_state_change woke the server while the client's next segments still arrive
+            conn.server.sock.burst.wake()
         if last and woken and not wire.stale:  # another connection's ACK gives it nothing
             self._wake(now, conn.server_script, conn.number, "server", wire.event_id)
 
