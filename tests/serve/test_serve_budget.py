@@ -76,7 +76,7 @@ async def test_a_served_bench_beyond_its_budget_is_refused_before_it_starts(serv
             reader.cancel()
 
 
-async def test_a_served_run_beyond_its_budget_is_refused_in_the_browser(serve) -> None:
+async def test_a_served_run_beyond_its_budget_is_refused_in_the_browser(serve, tmp_path) -> None:
     served = serve()
     screen = Screen()
     async with (
@@ -89,18 +89,27 @@ async def test_a_served_run_beyond_its_budget_is_refused_in_the_browser(serve) -
             await asyncio.sleep(1)
 
             async def keys(*sequence: str) -> None:
+                # A key goes to the widget focused when it is handled, and a focus
+                # change is handled after the keys already sent: leave it time.
                 for key in sequence:
                     await websocket.send_json(["stdin", key])
-                    await asyncio.sleep(0.2)
+                    await asyncio.sleep(0.4 if key in ("\t", "\r") else 0.1)
 
             await keys("\r")  # the first lab; the focus is on its first prediction
             await screen.wait_for("preset D/RTT ms")
             # 200 iterations at 400 ms one way: over 5 minutes in the slots.
             await keys(*["\t"] * 5, HOME, CLEAR_RIGHT, *"400")  # the delay field
+            await screen.wait_for("D = 400 ms one way")
             await keys(*["\t"] * 3, HOME, CLEAR_RIGHT, *"200")  # the iterations field
             await keys("\t", "\t", *"4D", "\t", *"4D", "\r")  # predict first, as a student must
             await keys("r")
-            await screen.wait_for("a served session's run may take 60 s")
+            try:
+                await screen.wait_for("a served session's run may take 60 s")
+            except AssertionError:
+                kept = tmp_path / "served-budget-screen.txt"
+                kept.write_text(screen.text)
+                print(f"what the session drew (escapes stripped): {kept}")
+                raise
             (ui,) = _sessions(served.process.pid)
             assert not _descendants_running(ui, "tfolab.runner")
         finally:
