@@ -1,4 +1,4 @@
-"""`tfolab serve`'s flags for the class's size and each session's bounds (tui.web_sessions).
+"""`tfolab serve`'s flags for the class's size and each session's bounds (tui.web_limits).
 
 Rule: every bound is checked before anything starts; a bad one is one line, exit 2.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from tfolab.core.errors import UserError
-from tfolab.tui.web_sessions import (
+from tfolab.tui.web_limits import (
     DEFAULT_IDLE_MINUTES,
     DEFAULT_MEMORY_MB,
     DEFAULT_PER_CLIENT,

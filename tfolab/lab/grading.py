@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfolab.lab.expression import Expression
 from tfolab.lab.quantities import Quantity
-from tfolab.lab.session import ScenarioResult
+
+if TYPE_CHECKING:  # a type only: grading stays importable without the model
+    from tfolab.lab.session import ScenarioResult
 
 MIN_ALLOWANCE_MS = 1.0
 RELATIVE_ALLOWANCE = 0.10

@@ -3,7 +3,9 @@
 Rules: thin. Screens live in screens/, widgets in widgets/, styles in
 tfolab.tcss. The app holds what every screen shares: the labs, the kernel HZ
 the model uses, whether real runs are possible here, the delay backend, and
-the students' committed predictions (tfolab.tui.predicting; demo mode asks none).
+the students' committed predictions (tfolab.tui.predicting; demo mode asks
+none). Only what the start screen needs is imported before the first frame;
+a lab's screen is imported when a lab opens.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from tfolab.tui.classroom import Classroom, SessionNameScreen
 from tfolab.tui.commands import LabCommands
 from tfolab.tui.predicting import Predictions
 from tfolab.tui.screens.help import HelpScreen
-from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.screens.start import StartScreen
 
 
@@ -78,6 +79,10 @@ class TfolabApp(App[None]):
 
     def open_lab(self, lab_name: str, scenario: str | None = None) -> None:
         """Open a lab screen (or switch the open one to another scenario)."""
+        # Imported here, not at the top: the first frame (the start screen) comes
+        # sooner without the lab screen's imports (the pcap and capture paths).
+        from tfolab.tui.screens.lab import LabScreen
+
         lab = next(lab for lab in self.labs if lab.name == lab_name)
         if isinstance(self.screen, LabScreen) and self.screen.lab.name == lab_name:
             if scenario is not None:

@@ -21,7 +21,7 @@ Rules:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -33,7 +33,9 @@ from textual.widgets import Input, Label, Static
 from tfolab.lab.identity import session_identity
 from tfolab.lab.names import NAME_MAX, clean_name
 from tfolab.lab.results_dir import results_dir_from_env, save_result
-from tfolab.lab.session import LabResult
+
+if TYPE_CHECKING:
+    from tfolab.lab.session import LabResult
 
 
 class SessionNameScreen(ModalScreen[str]):

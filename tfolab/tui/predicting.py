@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfolab.core.errors import UserError
 from tfolab.lab import attempts
@@ -26,7 +27,9 @@ from tfolab.lab.catalog import Lab
 from tfolab.lab.expression import Expression
 from tfolab.lab.grading import Grade, grade
 from tfolab.lab.quantities import Quantity, quantities_for
-from tfolab.lab.session import LabResult
+
+if TYPE_CHECKING:
+    from tfolab.lab.session import LabResult
 
 Key = tuple[str, str, tuple[tuple[str, str], ...]]
 

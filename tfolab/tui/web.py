@@ -30,6 +30,7 @@ from aiohttp import web
 from textual_serve.server import Server
 
 from tfolab.tui.web_guard import guard_middleware, no_referrer
+from tfolab.tui.web_limits import SessionLimits
 from tfolab.tui.web_log import PathOnlyAccessLogger, quiet_logging
 from tfolab.tui.web_sessions import (
     BROWSER_COOKIE,
@@ -37,7 +38,6 @@ from tfolab.tui.web_sessions import (
     MAX_MESSAGE,
     IdleClock,
     LimitedAppService,
-    SessionLimits,
     Sessions,
     bounded,
     bounded_size,

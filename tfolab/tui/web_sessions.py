@@ -28,13 +28,13 @@ import resource
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 
 from tfolab.lab.identity import SESSION_ID_ENV
+from tfolab.tui.web_limits import SessionLimits
 
 BROWSER_COOKIE = "tfolab_browser"  # one browser's identity across its tabs and reloads
 BROWSER_ID = re.compile(r"[0-9a-f]{16}")
@@ -42,11 +42,6 @@ MIN_COLS, MAX_COLS = 20, 400
 MIN_ROWS, MAX_ROWS = 8, 200
 MAX_MESSAGE = 64 * 1024
 CLOSED_IDLE = 4000  # the websocket close code of an idle session
-DEFAULT_SESSIONS = 40
-DEFAULT_PER_CLIENT = 4
-DEFAULT_IDLE_MINUTES = 30.0
-DEFAULT_MEMORY_MB = 2048
-PROCESSES_PER_SESSION = 64
 
 FULL_PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>tfolab: the class is full</title></head>
@@ -56,15 +51,6 @@ FULL_PAGE = """<!doctype html>
 <p>Close a tab you no longer use, or wait a little and reload this page.</p>
 </body></html>
 """
-
-
-@dataclass(frozen=True)
-class SessionLimits:
-    sessions: int = DEFAULT_SESSIONS
-    per_client: int = DEFAULT_PER_CLIENT
-    idle_s: float = DEFAULT_IDLE_MINUTES * 60
-    memory_bytes: int = DEFAULT_MEMORY_MB * 1024 * 1024
-    processes: int = DEFAULT_SESSIONS * PROCESSES_PER_SESSION
 
 
 def user_processes(uid: int) -> int:

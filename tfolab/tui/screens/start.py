@@ -90,11 +90,16 @@ class StartScreen(Screen[None]):
         tree.focus()
         if tree.root.children:
             tree.move_cursor(tree.root.children[0])
-            first = tree.root.children[0].data
-            if isinstance(first, BrokenLab):
-                self._show_broken(first)
-            elif first is not None:
-                self._show(*first)
+            # The labs are drawn first; the guide (Markdown to parse and lay out)
+            # follows right after that first frame.
+            self.call_after_refresh(self._show_first)
+
+    def _show_first(self) -> None:
+        first = self.query_one(Tree).root.children[0].data
+        if isinstance(first, BrokenLab):
+            self._show_broken(first)
+        elif first is not None:
+            self._show(*first)
 
     def _lab(self, name: str) -> Lab:
         return next(lab for lab in self.labs if lab.name == name)
