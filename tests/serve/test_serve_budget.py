@@ -6,8 +6,10 @@ its slot free at once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -45,39 +47,10 @@ class Screen:
             await asyncio.sleep(0.2)
 
 
-async def test_a_served_bench_beyond_its_budget_is_refused_before_it_starts(serve) -> None:
-    served = serve()
-    screen = Screen()
-    async with (
-        aiohttp.ClientSession() as http,
-        http.ws_connect(served.ws_url("width=300&height=50"), max_msg_size=0) as websocket,
-    ):
-        reader = asyncio.create_task(screen.read(websocket))
-        try:
-            await screen.wait_for("Labs")
-            await asyncio.sleep(1)
-
-            async def keys(*sequence: str) -> None:
-                for key in sequence:
-                    await websocket.send_json(["stdin", key])
-                    await asyncio.sleep(0.2)
-
-            await keys("b")
-            await screen.wait_for("Press r to run the bench")
-            # 100,000 requests one at a time at 300 and 200 ms: days in the slots.
-            await keys(*[SHIFT_TAB] * 4, HOME, CLEAR_RIGHT, *"300,200")
-            await keys("\t", HOME, CLEAR_RIGHT, *"100000", "\t", HOME, CLEAR_RIGHT, "1")
-            await keys("\t", "\t", "\r")  # past the peer, to Run
-            await screen.wait_for("a served session's bench may take 120 s")
-            assert "Running the bench" not in screen.text
-            (ui,) = _sessions(served.process.pid)
-            assert not _descendants_running(ui, "tfolab.runner.bench_main")
-        finally:
-            reader.cancel()
-
-
-async def test_a_served_run_beyond_its_budget_is_refused_in_the_browser(serve, tmp_path) -> None:
-    served = serve()
+@contextlib.asynccontextmanager
+async def served_ui(served) -> AsyncIterator[tuple[Screen, Callable[..., Awaitable[None]]]]:
+    """A session of `served` over a real websocket, on its start screen: what it drew,
+    and a way to type into it."""
     screen = Screen()
     async with (
         aiohttp.ClientSession() as http,
@@ -93,27 +66,48 @@ async def test_a_served_run_beyond_its_budget_is_refused_in_the_browser(serve, t
                 # change is handled after the keys already sent: leave it time.
                 for key in sequence:
                     await websocket.send_json(["stdin", key])
-                    await asyncio.sleep(0.4 if key in ("\t", "\r") else 0.1)
+                    await asyncio.sleep(0.4 if key in ("\t", "\r", SHIFT_TAB) else 0.1)
 
-            await keys("\r")  # the first lab; the focus is on its first prediction
-            await screen.wait_for("preset D/RTT ms")
-            # 200 iterations at 400 ms one way: over 5 minutes in the slots.
-            await keys(*["\t"] * 5, HOME, CLEAR_RIGHT, *"400")  # the delay field
-            await screen.wait_for("D = 400 ms one way")
-            await keys(*["\t"] * 3, HOME, CLEAR_RIGHT, *"200")  # the iterations field
-            await keys("\t", "\t", *"4D", "\t", *"4D", "\r")  # predict first, as a student must
-            await keys("r")
-            try:
-                await screen.wait_for("a served session's run may take 60 s")
-            except AssertionError:
-                kept = tmp_path / "served-budget-screen.txt"
-                kept.write_text(screen.text)
-                print(f"what the session drew (escapes stripped): {kept}")
-                raise
-            (ui,) = _sessions(served.process.pid)
-            assert not _descendants_running(ui, "tfolab.runner")
+            yield screen, keys
         finally:
             reader.cancel()
+
+
+async def test_a_served_bench_beyond_its_budget_is_refused_before_it_starts(serve) -> None:
+    served = serve()
+    async with served_ui(served) as (screen, keys):
+        await keys("b")
+        await screen.wait_for("Press r to run the bench")
+        # 100,000 requests one at a time at 300 and 200 ms: days in the slots.
+        await keys(*[SHIFT_TAB] * 4, HOME, CLEAR_RIGHT, *"300,200")
+        await keys("\t", HOME, CLEAR_RIGHT, *"100000", "\t", HOME, CLEAR_RIGHT, "1")
+        await keys("\t", "\t", "\r")  # past the peer, to Run
+        await screen.wait_for("a served session's bench may take 120 s")
+        assert "Running the bench" not in screen.text
+        (ui,) = _sessions(served.process.pid)
+        assert not _descendants_running(ui, "tfolab.runner.bench_main")
+
+
+async def test_a_served_run_beyond_its_budget_is_refused_in_the_browser(serve, tmp_path) -> None:
+    served = serve()
+    async with served_ui(served) as (screen, keys):
+        await keys("\r")  # the first lab; the focus is on its first prediction
+        await screen.wait_for("preset D/RTT ms")
+        # 200 iterations at 400 ms one way: over 5 minutes in the slots.
+        await keys(*["\t"] * 5, HOME, CLEAR_RIGHT, *"400")  # the delay field
+        await screen.wait_for("D = 400 ms one way")
+        await keys(*["\t"] * 3, HOME, CLEAR_RIGHT, *"200")  # the iterations field
+        await keys("\t", "\t", *"4D", "\t", *"4D", "\r")  # predict first, as a student must
+        await keys("r")
+        try:
+            await screen.wait_for("a served session's run may take 60 s")
+        except AssertionError:
+            kept = tmp_path / "served-budget-screen.txt"
+            kept.write_text(screen.text)
+            print(f"what the session drew (escapes stripped): {kept}")
+            raise
+        (ui,) = _sessions(served.process.pid)
+        assert not _descendants_running(ui, "tfolab.runner")
 
 
 def _descendants_running(pid: int, module: str) -> list[int]:
