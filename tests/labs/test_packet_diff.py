@@ -12,10 +12,12 @@ import msgspec
 import pytest
 
 from tests.model.scenarios import scenario
-from tfolab.lab import packets
+from tfolab.lab import packet_rows, packets
+from tfolab.lab.disagreements import Arrival, Extra, Missing, WrongWindow
 from tfolab.model import Simulation, simulate
 from tfolab.model.apps import ServerScript
-from tfolab.model.events import Segment, Timer
+from tfolab.model.events import CookieInfo, Segment, Timer
+from tfolab.model.options import FastOpen, TcpOption, Timestamps, WindowScale, comparable
 from tfolab.model.rcv_space import ReceiveMemory
 from tfolab.runner.protocol import CapturedRow
 
@@ -25,7 +27,7 @@ def _sim(name: str):
     return simulate(item.config, one_way_delay_ms=10, iterations=2)
 
 
-def _as_captured(rows: list[packets.Row], *, race_acks: bool) -> list[CapturedRow]:
+def _as_captured(rows: list[packet_rows.Row], *, race_acks: bool) -> list[CapturedRow]:
     """What a capture of exactly the model's segments would hold."""
     return [
         CapturedRow(
@@ -36,8 +38,7 @@ def _as_captured(rows: list[packets.Row], *, race_acks: bool) -> list[CapturedRo
             seq=r.seq,
             ack=r.ack,
             length=r.length,
-            options=["TFO cookie 0011223344556677" if o == "TFO cookie 8B" else o
-                     for o in r.options],
+            options=[_with_bytes(o) for o in r.options],
             window=r.window if r.window is not None else 0,
         )
         for r in rows
@@ -45,10 +46,17 @@ def _as_captured(rows: list[packets.Row], *, race_acks: bool) -> list[CapturedRo
     ]  # fmt: skip
 
 
+def _with_bytes(option: TcpOption) -> TcpOption:
+    """A model cookie (its length) as a capture states it (its bytes)."""
+    if isinstance(option, FastOpen) and not option.is_request:
+        return FastOpen(option.option_kind, 8, "0011223344556677")
+    return option
+
+
 def _diff(sim: Simulation, kernel_rows: list[CapturedRow]) -> list[str]:
-    starts = packets.model_starts(sim)
+    starts = packet_rows.model_starts(sim)
     return packets.packet_diff(
-        packets.model_rows(sim), packets.captured_rows(kernel_rows), starts, starts
+        packet_rows.model_rows(sim), packet_rows.captured_rows(kernel_rows), starts, starts
     )
 
 
@@ -56,29 +64,29 @@ def _diff(sim: Simulation, kernel_rows: list[CapturedRow]) -> list[str]:
 def test_both_outcomes_of_a_named_race_agree(race_acks: bool) -> None:
     sim = _sim("no-cookie")
     assert any(isinstance(e, Timer) and e.race for e in sim.events)
-    assert _diff(sim, _as_captured(packets.model_rows(sim), race_acks=race_acks)) == []
+    assert _diff(sim, _as_captured(packet_rows.model_rows(sim), race_acks=race_acks)) == []
 
 
 def test_a_segment_the_model_lacks_is_one_sentence() -> None:
     sim = _sim("cookie")
-    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
-    extra = msgspec.structs.replace(kernel[3], flags=["ACK"], length=0, options=["TS"])
+    kernel = _as_captured(packet_rows.model_rows(sim), race_acks=False)
+    extra = msgspec.structs.replace(kernel[3], flags=["ACK"], length=0, options=[Timestamps()])
     said = _diff(sim, [*kernel[:4], extra, *kernel[4:]])
     assert len(said) == 1 and "the model has no such segment" in said[0]
 
 
 def test_a_segment_the_kernel_did_not_send_is_one_sentence() -> None:
     sim = _sim("cookie")
-    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
+    kernel = _as_captured(packet_rows.model_rows(sim), race_acks=False)
     said = _diff(sim, kernel[:2] + kernel[3:])
     assert len(said) == 1 and "the kernel sent no such segment" in said[0]
 
 
 def test_a_different_field_names_both_versions() -> None:
     sim = _sim("cookie")
-    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
+    kernel = _as_captured(packet_rows.model_rows(sim), race_acks=False)
     syn = next(i for i, r in enumerate(kernel) if r.flags == ["SYN"])
-    options = [o.replace("wscale 7", "wscale 10") for o in kernel[syn].options]
+    options = [WindowScale(10) if isinstance(o, WindowScale) else o for o in kernel[syn].options]
     kernel[syn] = msgspec.structs.replace(kernel[syn], options=options)
     said = _diff(sim, kernel)
     assert len(said) == 1 and "wscale 10" in said[0] and "wscale 7" in said[0]
@@ -86,7 +94,7 @@ def test_a_different_field_names_both_versions() -> None:
 
 def test_a_late_arrival_outside_its_own_band_is_reported() -> None:
     sim = _sim("cookie")
-    model = packets.model_rows(sim)
+    model = packet_rows.model_rows(sim)
     kernel = _as_captured(model, race_acks=False)
     band = model[-1].band_ms
     # the last ACK: five segments on its own path, no timer
@@ -100,7 +108,7 @@ def test_a_late_arrival_outside_its_own_band_is_reported() -> None:
 
 def test_a_different_window_is_reported() -> None:
     sim = _sim("cookie")
-    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
+    kernel = _as_captured(packet_rows.model_rows(sim), race_acks=False)
     kernel[-1] = msgspec.structs.replace(kernel[-1], window=kernel[-1].window + 1)
     said = _diff(sim, kernel)
     assert len(said) == 1 and "advertised window" in said[0]
@@ -109,9 +117,11 @@ def test_a_different_window_is_reported() -> None:
 def _old_comparison(model: Simulation, kernel: list[CapturedRow]) -> list[str]:
     """The comparison before windows and per-packet bands: no window, the widest band."""
     widest = max(p.tolerance_ms for p in model.predictions)
-    rows = [dataclasses.replace(r, window=None, band_ms=widest) for r in packets.model_rows(model)]
-    starts = packets.model_starts(model)
-    return packets.packet_diff(rows, packets.captured_rows(kernel), starts, starts)
+    rows = [
+        dataclasses.replace(r, window=None, band_ms=widest) for r in packet_rows.model_rows(model)
+    ]
+    starts = packet_rows.model_starts(model)
+    return packets.packet_diff(rows, packet_rows.captured_rows(kernel), starts, starts)
 
 
 def test_windows_catch_a_wrong_receive_window_rule_the_old_comparison_missed() -> None:
@@ -130,7 +140,7 @@ def test_windows_catch_a_wrong_receive_window_rule_the_old_comparison_missed() -
         iterations=2,
         receive_memory=ReceiveMemory(skb_head_truesize=1280),
     )
-    kernel = _as_captured(packets.model_rows(truth), race_acks=False)
+    kernel = _as_captured(packet_rows.model_rows(truth), race_acks=False)
     assert _old_comparison(wrong, kernel) == []
     said = _diff(wrong, kernel)
     assert said and all("advertised window" in sentence for sentence in said)
@@ -155,46 +165,67 @@ def test_per_packet_bands_catch_a_late_echo_the_widest_band_hid(
     monkeypatch.setattr(ServerScript, "wake", late_wake)
     wrong = simulate(item.config, one_way_delay_ms=10, iterations=3)
     monkeypatch.undo()
-    kernel = _as_captured(packets.model_rows(truth), race_acks=False)
+    kernel = _as_captured(packet_rows.model_rows(truth), race_acks=False)
     assert _old_comparison(wrong, kernel) == []
     said = _diff(wrong, kernel)
     assert said and all("the model said" in sentence for sentence in said)
     assert any("into iteration 1" in sentence for sentence in said)
 
 
+def _comparable(*options: TcpOption) -> tuple[TcpOption, ...]:
+    return tuple(comparable(o) for o in options)
+
+
 def test_cookie_bytes_are_the_servers_secret() -> None:
-    assert packets.comparable_options(["TFO cookie 0a1b2c3d4e5f6071"]) == ("TFO cookie 8B",)
-    assert packets.comparable_options(["TFO cookie 8B"]) == ("TFO cookie 8B",)
-    assert packets.comparable_options(["TFO cookie 0a1b (exp. kind 254)"]) == (
-        "TFO cookie 2B (exp. kind 254)",
-    )
-    assert packets.comparable_options(["TFO cookie request"]) == ("TFO cookie request",)
+    assert _comparable(FastOpen(34, 8, "0a1b2c3d4e5f6071")) == (FastOpen(34, 8),)
+    assert _comparable(FastOpen(254, 2, "0a1b")) == (FastOpen(254, 2),)
+    assert _comparable(FastOpen(34, 0)) == (FastOpen(34, 0),)
+    assert FastOpen(254, 2).label() == "TFO cookie 2B (exp. kind 254)"
+    assert FastOpen(34, 8, "0a1b2c3d4e5f6071").label() == "TFO cookie 0a1b2c3d4e5f6071"
 
 
 def test_a_cookie_whose_bytes_spell_254_is_still_a_kind_34_cookie() -> None:
-    """Its hex holds "254": it compares equal to the model's kind-34 cookie of its length,
-    not to an experimental one (a false disagreement in about 0.3 % of cookies before)."""
-    kernel = packets.comparable_options(["TFO cookie 1f2540aa00bb11cc"])
-    assert kernel == packets.comparable_options([_model_cookie(8, 34)])
-    assert kernel != packets.comparable_options([_model_cookie(8, 254)])
+    """Its bytes hold "254": it compares equal to the model's kind-34 cookie of its length,
+    not to an experimental one (a false disagreement in about 0.3 % of cookies when the
+    comparison read option labels)."""
+    kernel = _comparable(FastOpen(34, 8, "1f2540aa00bb11cc"))
+    assert kernel == _comparable(_model_cookie(8, 34))
+    assert kernel != _comparable(_model_cookie(8, 254))
 
 
 def test_a_kind_254_request_and_a_kind_254_cookie_differ() -> None:
-    request = packets.comparable_options([_model_cookie(0, 254)])
-    cookie = packets.comparable_options(["TFO cookie 0a1b2c3d4e5f6071 (exp. kind 254)"])
-    assert request == ("TFO cookie request (exp. kind 254)",)
+    request = _comparable(_model_cookie(0, 254))
+    cookie = _comparable(FastOpen(254, 8, "0a1b2c3d4e5f6071"))
+    assert request == (FastOpen(254, 0),)
     assert request != cookie
-    assert cookie == packets.comparable_options([_model_cookie(8, 254)])
-    assert packets.comparable_options(["TFO cookie 0a1b2c3d"]) != packets.comparable_options(
-        [_model_cookie(8, 34)]
-    )  # a 4-byte cookie is not the model's 8-byte one
+    assert cookie == _comparable(_model_cookie(8, 254))
+    assert _comparable(FastOpen(34, 4, "0a1b2c3d")) != _comparable(_model_cookie(8, 34))
 
 
-def _model_cookie(length: int, kind: int) -> str:
-    """The model's own wording of a cookie option (CookieInfo.describe)."""
-    from tfolab.model.events import CookieInfo
+def test_the_segments_the_comparison_names_are_typed() -> None:
+    """Each disagreement says what kind it is; only an arrival is about time alone."""
+    sim = _sim("cookie")
+    kernel = _as_captured(packet_rows.model_rows(sim), race_acks=False)
+    late = msgspec.structs.replace(kernel[-1], t_ms=kernel[-1].t_ms + 5.0)
+    window = msgspec.structs.replace(kernel[2], window=kernel[2].window + 1)
+    extra = msgspec.structs.replace(kernel[3], flags=["ACK"], length=0, options=[Timestamps()])
+    changed = [kernel[0], window, kernel[3], extra, *kernel[4:-1], late]  # kernel[1] missing
+    starts = packet_rows.model_starts(sim)
+    model = packet_rows.model_rows(sim)
+    aligned = packets.pairs(model, packet_rows.captured_rows(changed), starts, starts)
+    found = [p.disagreement for p in aligned if p.disagreement is not None]
+    kinds = sorted(type(d).__name__ for d in found)
+    assert kinds == ["Arrival", "Extra", "Missing", "WrongWindow"]
+    assert [d.timing_only for d in found if isinstance(d, Arrival)] == [True]
+    assert not any(d.timing_only for d in found if isinstance(d, Extra | Missing | WrongWindow))
+    (arrival,) = (d for d in found if isinstance(d, Arrival))
+    assert arrival.kernel_ms - arrival.model_ms == pytest.approx(5.0)
+    assert arrival.to_json()["kind"] == "arrival" and arrival.to_json()["sentence"]
 
-    return CookieInfo(length=length, option_kind=kind).describe()
+
+def _model_cookie(length: int, kind: int) -> FastOpen:
+    """The option the model's segments carry for a cookie (CookieInfo.option)."""
+    return CookieInfo(length=length, option_kind=kind).option()
 
 
 def _deferred_race() -> tuple[Simulation, list[CapturedRow], int]:
@@ -202,8 +233,8 @@ def _deferred_race() -> tuple[Simulation, list[CapturedRow], int]:
     race whose burst ends in a delayed ACK; (simulation, model-as-captured, that row)."""
     item = scenario("fastopen", "large-data")
     sim = simulate(item.config, one_way_delay_ms=0, iterations=1)
-    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
-    (row,) = [r for r in packets.model_rows(sim) if r.merged_ack is not None]
+    kernel = _as_captured(packet_rows.model_rows(sim), race_acks=False)
+    (row,) = [r for r in packet_rows.model_rows(sim) if r.merged_ack is not None]
     (index,) = [
         i
         for i, c in enumerate(kernel)
@@ -218,19 +249,19 @@ def test_a_deferred_race_ack_may_acknowledge_the_whole_burst() -> None:
     one run in ten ACKed all 3000 response bytes at once, with the window the model
     gives that outcome; the race is counted as used."""
     sim, kernel, index = _deferred_race()
-    (row,) = [r for r in packets.model_rows(sim) if r.merged_ack is not None]
+    (row,) = [r for r in packet_rows.model_rows(sim) if r.merged_ack is not None]
     # at wscale 7 (this simulation's rmem); the host's wscale 10 made it 69 and 69
     assert (row.ack, row.merged_ack, row.window, row.merged_windows) == (2897, 3001, 548, (548,))
     assert _diff(sim, kernel) == []
     merged = msgspec.structs.replace(kernel[index], ack=3001)
     kernel_merged = [*kernel[:index], merged, *kernel[index + 1 :]]
     assert _diff(sim, kernel_merged) == []
-    starts = packets.model_starts(sim)
-    model = packets.model_rows(sim)
+    starts = packet_rows.model_starts(sim)
+    model = packet_rows.model_rows(sim)
     named, used = packets.race_count(
-        packets.pairs(model, packets.captured_rows(kernel), starts, starts), model
+        packets.pairs(model, packet_rows.captured_rows(kernel), starts, starts), model
     )
-    aligned = packets.pairs(model, packets.captured_rows(kernel_merged), starts, starts)
+    aligned = packets.pairs(model, packet_rows.captured_rows(kernel_merged), starts, starts)
     assert packets.race_count(aligned, model) == (named, used + 1)
 
 
@@ -250,7 +281,7 @@ def _late_capture(sim: Simulation) -> list[CapturedRow]:
     """The late outcome of connection 3's FIN race, as the capture shows it: no ACK before
     the server's FIN, the timer's ACK a few ms after it, the client's TIME_WAIT
     answering, the server's host resetting (the CI run that found it: 9.2, 11.1, 11.5 ms)."""
-    model = packets.model_rows(sim)
+    model = packet_rows.model_rows(sim)
     late = [r for r in model if r.race_outcome in ("late", "answer") and r.connection == 3]
     kept = [r for r in model if not r.optional]
     return _as_captured(kept, race_acks=False) + [
@@ -278,10 +309,10 @@ def test_a_race_ack_arriving_after_its_fin_agrees_at_d0_with_its_answers() -> No
         ("client", ["ACK"], 18, 18),
         ("server", ["RST"], 18, None),
     ]
-    starts = packets.model_starts(sim)
-    model = packets.model_rows(sim)
-    aligned = packets.pairs(model, packets.captured_rows(kernel), starts, starts)
-    assert [p.sentence for p in aligned if p.sentence] == []
+    starts = packet_rows.model_starts(sim)
+    model = packet_rows.model_rows(sim)
+    aligned = packets.pairs(model, packet_rows.captured_rows(kernel), starts, starts)
+    assert [p.disagreement for p in aligned if p.disagreement] == []
     named, used = packets.race_count(aligned, model)
     assert used >= 1 and named == sum(1 for r in model if r.race_outcome == "early") + sum(
         1 for r in model if r.merged_ack is not None
@@ -294,7 +325,9 @@ def test_the_late_outcome_is_taken_whole_or_not_at_all() -> None:
     assert len(_diff(sim, kernel[:-1])) == 1  # no reset: the client's TIME_WAIT would live
     said = _diff(sim, kernel[:-3] + kernel[-2:])  # answers to an ACK that never came
     assert len(said) >= 1
-    early = [r for r in packets.model_rows(sim) if r.race_outcome == "early" and r.connection == 3]
+    early = [
+        r for r in packet_rows.model_rows(sim) if r.race_outcome == "early" and r.connection == 3
+    ]
     both = _late_capture(sim) + _as_captured(early, race_acks=True)
     assert len(_diff(sim, sorted(both, key=lambda r: r.t_ms))) == 1  # the timer sends one ACK
 
@@ -302,9 +335,9 @@ def test_the_late_outcome_is_taken_whole_or_not_at_all() -> None:
 def test_with_a_delay_the_late_outcome_is_a_disagreement() -> None:
     """netem's tfifo and the NFQUEUE delayer keep the order of what they hold."""
     sim = _cookie_request(10)
-    assert not any(r.race_outcome in ("late", "answer") for r in packets.model_rows(sim))
+    assert not any(r.race_outcome in ("late", "answer") for r in packet_rows.model_rows(sim))
     at_zero = _late_capture(_cookie_request(0))[-3:]
-    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
+    kernel = _as_captured(packet_rows.model_rows(sim), race_acks=False)
     shifted = [
         msgspec.structs.replace(r, t_ms=kernel[-1].t_ms + 1 + n) for n, r in enumerate(at_zero)
     ]
@@ -336,25 +369,29 @@ def test_pure_acks_from_two_cpus_are_compared_in_the_order_they_were_sent() -> N
     so ACKs sent from a softirq and from release_sock may arrive swapped (MTU 128,
     first_write_bytes 684: ACK 685 captured before 457, 533 and 609)."""
     sim = _mtu_128_single_write()
-    kernel = _swap_last_client_acks(_as_captured(packets.model_rows(sim), race_acks=True))
-    starts = packets.model_starts(sim)
-    model, rows = packets.model_rows(sim), packets.captured_rows(kernel)
+    kernel = _swap_last_client_acks(_as_captured(packet_rows.model_rows(sim), race_acks=True))
+    starts = packet_rows.model_starts(sim)
+    model, rows = packet_rows.model_rows(sim), packet_rows.captured_rows(kernel)
     assert packets.packet_diff(model, rows, starts, starts, same_instant=True) == []
     assert packets.packet_diff(model, rows, starts, starts) != []  # with a delay: in order
 
 
 def test_only_pure_acks_are_put_back_in_order() -> None:
     sim = _mtu_128_single_write()
-    kernel = _as_captured(packets.model_rows(sim), race_acks=False)
+    kernel = _as_captured(packet_rows.model_rows(sim), race_acks=False)
     data = [i for i, r in enumerate(kernel) if r.sender == "client" and r.length > 0]
     a, b = data[0], data[1]
     kernel[a], kernel[b] = (
         msgspec.structs.replace(kernel[b], t_ms=kernel[a].t_ms),
         msgspec.structs.replace(kernel[a], t_ms=kernel[b].t_ms),
     )
-    starts = packets.model_starts(sim)
+    starts = packet_rows.model_starts(sim)
     said = packets.packet_diff(
-        packets.model_rows(sim), packets.captured_rows(kernel), starts, starts, same_instant=True
+        packet_rows.model_rows(sim),
+        packet_rows.captured_rows(kernel),
+        starts,
+        starts,
+        same_instant=True,
     )
     assert said != []
 
@@ -371,7 +408,7 @@ def test_the_third_ack_wakes_accept_and_the_request_may_share_one_ack() -> None:
     socket while the writes were processed: 6.7+ defers the first one's ACK to
     tcp_release_cb (TCP_ACK_DEFERRED), 6.1 coalesces them in tcp_add_backlog."""
     sim = _nodelay_at_d10()
-    rows = packets.model_rows(sim)
+    rows = packet_rows.model_rows(sim)
     acks = [r for r in rows if r.sender == "server" and r.length == 0 and r.ack in (11, 17)]
     assert [(r.ack, r.optional) for r in acks] == [(11, True), (17, False)]
     first = next(

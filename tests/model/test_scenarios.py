@@ -8,6 +8,7 @@ import pytest
 
 from tests.model.scenarios import FASTOPEN, SCENARIOS, scenario
 from tfolab.model import Note, Segment, simulate
+from tfolab.model.options import Mss
 
 D = 10.0
 
@@ -52,7 +53,7 @@ def test_handshake_plain_is_4d_with_separate_synack_and_response() -> None:
             assert seg.length == 0  # Linux never puts data in its own SYN-ACK
     first = syns(sim)[0]
     # the option says 65495 (65535 - 40); with timestamps the MSS in use is 65483
-    assert first.options == ("mss 65495", "sackOK", "TS", "wscale 7")
+    assert [o.label() for o in first.options] == ["mss 65495", "sackOK", "TS", "wscale 7"]
 
 
 def test_cookie_request_then_cookie() -> None:
@@ -63,7 +64,7 @@ def test_cookie_request_then_cookie() -> None:
     assert syn.cookie is not None and syn.cookie.length == 0 and syn.length == 0
     synack = next(e for e in sim.events if isinstance(e, Segment) and e.flags == ("SYN", "ACK"))
     assert synack.cookie is not None and synack.cookie.length == 8
-    assert "TFO cookie 8B" in synack.options
+    assert "TFO cookie 8B" in [o.label() for o in synack.options]
 
 
 def test_warm_cookie_is_2d_and_the_warm_up_is_not_counted() -> None:
@@ -108,7 +109,7 @@ def test_large_data_is_4d_because_the_line_needs_the_rest() -> None:
         with_data = [s.length for s in measured_syns if s.length]
         assert all(n == 1420 for n in with_data)
         assert any("not complete" in e.explanation for e in sim.events if isinstance(e, Note))
-        assert syns(sim)[0].options[0] == "mss 1460"
+        assert syns(sim)[0].options[0] == Mss(1460)
 
 
 def test_no_cookie_with_and_without_server_0x200() -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from tests.model.scenarios import scenario
 from tfolab.model import Segment, simulate
+from tfolab.model.options import WindowScale
 from tfolab.model.window import initial_wscale
 
 
@@ -21,4 +22,4 @@ def test_both_syns_announce_the_kernels_scale() -> None:
     item = scenario("handshake", "plain")
     sim = simulate(item.config, one_way_delay_ms=1, iterations=1, receive_space_bytes=33_554_432)
     syns = [e for e in sim.events if isinstance(e, Segment) and "SYN" in e.flags]
-    assert syns and all("wscale 10" in s.options for s in syns)
+    assert syns and all(WindowScale(10) in s.options for s in syns)

@@ -53,7 +53,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DELAY_MS = 10.0
 BURST_WRITES = 1000
 COOKIE = bytes.fromhex("0a1b2c3d4e5f6071")
-CONTRACT_KEYS = {"t_ms", "connection", "sender", "flags", "seq", "ack", "length", "options"}
+CONTRACT_KEYS = {
+    "t_ms", "connection", "sender", "flags", "seq", "ack", "length", "options", "window"
+}  # fmt: skip
 
 # ------------------------------------------------------------ frames built by hand
 
@@ -109,7 +111,9 @@ def test_a_syn_decodes_every_option_the_model_names() -> None:
     assert s.options.labels == ("mss 1460", "sackOK", "TS", "wscale 7", "TFO cookie request")
     assert (s.options.mss, s.options.sack_permitted, s.options.wscale) == (1460, True, 7)
     assert (s.options.ts_val, s.options.ts_ecr) == (1234, 0)
-    assert s.options.tfo is not None and s.options.tfo.kind == 34 and s.options.tfo.is_request
+    assert (
+        s.options.tfo is not None and s.options.tfo.option_kind == 34 and s.options.tfo.is_request
+    )
 
 
 def test_fast_open_cookies_of_both_kinds() -> None:
@@ -117,7 +121,7 @@ def test_fast_open_cookies_of_both_kinds() -> None:
     assert cookie.tfo is not None and cookie.tfo.cookie_hex == "0a1b2c3d4e5f6071"
     assert cookie.labels == ("mss 1460", "TFO cookie 0a1b2c3d4e5f6071")
     exp_req = seg(0, make_frame(SYN, 5, opts=TFO_EXP_REQUEST)).options
-    assert exp_req.tfo is not None and exp_req.tfo.kind == 254 and exp_req.tfo.is_request
+    assert exp_req.tfo is not None and exp_req.tfo.option_kind == 254 and exp_req.tfo.is_request
     assert exp_req.labels == ("TFO cookie request (exp. kind 254)",)
     exp = seg(0, make_frame(SYN, 5, opts=TFO_EXP_COOKIE)).options
     assert exp.tfo is not None and exp.tfo.cookie_hex == COOKIE.hex()
@@ -202,11 +206,11 @@ def test_numbering_counts_from_each_isn_like_the_model(client_isn: int) -> None:
 
 def test_rows_serialise_to_the_contracts_captured_shape() -> None:
     rows = number_connections(fastopen_exchange(7, 9), origin_ns=5_000_000)
-    first = rows[0].to_json()
+    first = rows[0].to_row().to_json()
     assert set(first) == CONTRACT_KEYS
     assert first["t_ms"] == 5.0 and first["ack"] is None and first["flags"] == ["SYN"]
     assert first["options"] == ["mss 1460", "TFO cookie 0a1b2c3d4e5f6071"]
-    json.dumps([r.to_json() for r in rows])
+    json.dumps([r.to_row().to_json() for r in rows])
 
 
 def test_connections_are_numbered_by_first_syn_and_a_reused_tuple_is_a_new_one() -> None:
@@ -520,16 +524,18 @@ def inside_nfqueue(pcap_path: str) -> dict[str, object]:
     segments: tuple[CapturedSegment, ...] = result.pop("_segments")  # type: ignore[assignment]
     write_pcap(pcap_path, pcap_frames(segments))
     rows = number_connections(segments, times["plain"])
-    plain = [r.to_json() for r in rows if ports[0] in (r.segment.src_port, r.segment.dst_port)]
+    plain = [
+        r.to_row().to_json() for r in rows if ports[0] in (r.segment.src_port, r.segment.dst_port)
+    ]
     tfo = [r for r in rows if ports[1] in (r.segment.src_port, r.segment.dst_port)]
     syns = [r for r in tfo if r.flags == ("SYN",)]
     synacks = [r for r in tfo if r.flags == ("SYN", "ACK")]
     return {
         **result,
         "plain": plain,
-        "tfo_request_syn": syns[0].to_json(),
-        "tfo_cookie_syn": syns[1].to_json(),
-        "tfo_synack_options": list(synacks[0].options),
+        "tfo_request_syn": syns[0].to_row().to_json(),
+        "tfo_cookie_syn": syns[1].to_row().to_json(),
+        "tfo_synack_options": [o.label() for o in synacks[0].options],
     }
 
 

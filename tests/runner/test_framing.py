@@ -11,6 +11,7 @@ import asyncio
 import pytest
 
 from tests.runner.framed_runner import BIG_FRAME_BYTES
+from tfolab.model.options import Timestamps
 from tfolab.runner.client import stream_events
 from tfolab.runner.protocol import (
     Captured,
@@ -60,7 +61,7 @@ def test_a_frame_that_is_no_event_is_a_failure(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_frames_round_trip_past_the_old_line_limit() -> None:
-    row = CapturedRow(1.0, 1, "client", ["ACK"], 1, 1, 70_000, ["TS"], 512)
+    row = CapturedRow(1.0, 1, "client", ["ACK"], 1, 1, 70_000, [Timestamps()], 512)
     event = Captured("plain", [row] * 2000, [(7, b"\n" * 70_000)])
 
     async def read_back() -> list[bytes | None]:

@@ -18,15 +18,17 @@ import pytest
 from textual.widgets import Static
 
 from tests.tui.conftest import HZ, SIZE
-from tfolab.lab import packets, pcap, session
+from tfolab.lab import packet_rows, pcap, session
 from tfolab.lab.catalog import find_lab, load_labs
 from tfolab.lab.session import LabResult
 from tfolab.model.events import Segment
+from tfolab.model.options import FastOpen, TcpOption, Timestamps
 from tfolab.runner.protocol import CapturedRow
 from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.widgets.ladder import LadderView
 from tfolab.tui.widgets.step_panel import StepPanel
-from tfolab.view.captured import KernelSegment, compare, ladder_content, pcap_file_name
+from tfolab.view.captured import compare, ladder_content, pcap_file_name
+from tfolab.view.kernel_segment import KernelSegment
 
 REALTIME_NS = 1_700_000_000 * 10**9  # a pcap's frames are stamped on the real clock
 Mutate = Callable[[list[CapturedRow]], list[CapturedRow]]
@@ -47,7 +49,7 @@ def measured(
     result.measured, result.kernel_release, result.setup_ms = True, "6.1.0", 80.0
     target = result.scenarios[0]
     sim = target.simulation
-    starts = packets.model_starts(sim)
+    starts = packet_rows.model_starts(sim)
     origin = starts[0] - shift_ms  # the capture's clock: from the first measured call
     rows = [
         CapturedRow(
@@ -58,12 +60,10 @@ def measured(
             seq=r.seq,
             ack=r.ack,
             length=r.length,
-            options=[
-                "TFO cookie 0011223344556677" if o == "TFO cookie 8B" else o for o in r.options
-            ],
+            options=[_with_bytes(o) for o in r.options],
             window=r.window if r.window is not None else 0,
         )
-        for r in packets.model_rows(sim)
+        for r in packet_rows.model_rows(sim)
         if not r.optional
     ]
     target.captured = mutate(rows) if mutate else rows
@@ -80,9 +80,16 @@ def measured(
     return result
 
 
+def _with_bytes(option: TcpOption) -> TcpOption:
+    """A model cookie (its length) as a capture states it (its bytes)."""
+    if isinstance(option, FastOpen) and not option.is_request:
+        return FastOpen(option.option_kind, 8, "0011223344556677")
+    return option
+
+
 def extra_ack(rows: list[CapturedRow]) -> list[CapturedRow]:
     """The kernel sent one pure ACK the model does not have."""
-    extra = msgspec.structs.replace(rows[3], flags=["ACK"], length=0, options=["TS"])
+    extra = msgspec.structs.replace(rows[3], flags=["ACK"], length=0, options=[Timestamps()])
     return [*rows[:4], extra, *rows[4:]]
 
 
@@ -122,7 +129,7 @@ def test_captured_arrows_sit_where_they_were_measured() -> None:
     result = measured("fastopen", "cookie", iterations=2, mutate=later, shift_ms=7.0)
     target = result.scenarios[0]
     assert target.packet_diff == []  # inside the band
-    model = [r for r in packets.model_rows(target.simulation) if not r.optional]
+    model = [r for r in packet_rows.model_rows(target.simulation) if not r.optional]
     comparison = compare(target, result.delay_ms)
     arrived = [s.arrived_ms for s in comparison.segments]
     assert arrived[:-1] == pytest.approx([r.arrived_ms for r in model][:-1])
@@ -312,7 +319,8 @@ async def test_a_segment_the_kernel_did_not_send_is_marked_on_the_models_ladder(
         await pilot.pause()
         assert "the kernel sent no such segment" in screen.query_one(StepPanel).text.plain
         await pilot.press("c")  # captured: no arrow to carry it, the results panel lists it
-        assert screen.content.sentences == {} and screen.content.unplaced == (sentence,)
+        assert screen.content.sentences == {}
+        assert [d.sentence() for d in screen.content.unplaced] == [sentence]
 
 
 async def test_w_saves_the_capture_as_a_pcap(make_app, tmp_path: Path, monkeypatch) -> None:
@@ -348,7 +356,7 @@ async def test_capture_off_says_packets_were_not_captured(make_app, tmp_path, mo
         assert isinstance(screen, LabScreen)
         result = measured("handshake", "plain")
         result.capture_off = reason
-        result.scenarios[0].captured, result.scenarios[0].packet_diff = None, []
+        result.scenarios[0].captured, result.scenarios[0].comparison = None, None
         screen.result = result
         await pilot.pause()
         assert "Packets were not captured" in banner(screen) and reason in banner(screen)

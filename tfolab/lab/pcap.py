@@ -26,6 +26,7 @@ import dpkt
 
 from tfolab.core.errors import UserError
 from tfolab.model import Segment, Simulation
+from tfolab.model.options import Mss, SackPermitted, Timestamps, WindowScale
 from tfolab.runner.capture import write_pcap
 
 SERVER_PORT = 7000
@@ -102,15 +103,14 @@ def _options(segment: Segment) -> bytes:
     raw = b""
     ts_ms = round(segment.sent_ms) % 2**32
     for option in segment.options:
-        name, _, value = option.partition(" ")
-        if name == "mss":
-            raw += struct.pack("!BBH", 2, 4, int(value))
-        elif name == "sackOK":
+        if isinstance(option, Mss):
+            raw += struct.pack("!BBH", 2, 4, option.value)
+        elif isinstance(option, SackPermitted):
             raw += struct.pack("!BB", 4, 2)
-        elif name == "TS":
+        elif isinstance(option, Timestamps):
             raw += struct.pack("!BBII", 8, 10, ts_ms, 0)
-        elif name == "wscale":
-            raw += struct.pack("!BBBB", 1, 3, 3, int(value))  # NOP, then the option
+        elif isinstance(option, WindowScale):
+            raw += struct.pack("!BBBB", 1, 3, 3, option.shift)  # NOP, then the option
     if segment.cookie is not None:
         cookie = bytes.fromhex(segment.cookie.value_hex) if segment.cookie.value_hex else b""
         if segment.cookie.length and not cookie:

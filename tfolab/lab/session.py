@@ -16,14 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from tfolab.core import kernel, native
 from tfolab.core.errors import UserError
 from tfolab.core.slots import SlotTable
 from tfolab.lab import counters as counter_check
 from tfolab.lab import packets, served_budget
 from tfolab.lab.catalog import Lab
+from tfolab.lab.disagreements import Disagreement
+from tfolab.lab.packet_rows import model_rows
 from tfolab.model import Accuracy, Simulation, simulate
 from tfolab.model.domain import gso_packets_per_burst
 from tfolab.model.rcv_space import ReceiveMemory, receive_memory_for
@@ -34,7 +34,6 @@ from tfolab.model.scenario import (
     SettingError,
     parse_settings,
 )
-from tfolab.model.simulation import other_app_order
 from tfolab.runner import client
 from tfolab.runner.backends import (
     BACKEND_CHOICES,
@@ -108,57 +107,49 @@ class ScenarioResult:
     simulation: Simulation
     measurements: list[Measurement]
     counters: dict[str, int] = field(default_factory=dict)
-    # What the kernel put on lo (None: not captured), its frames for pcap, and
-    # every way it disagrees with the model (tfolab.lab.packets).
+    # What the kernel put on lo (None: not captured), its frames for pcap, and how it
+    # compares with the model (tfolab.lab.packets; None until compared).
     captured: list[CapturedRow] | None = None
     frames: list[tuple[int, bytes]] = field(default_factory=list)
-    packet_diff: list[str] = field(default_factory=list)
     capture_lost: int = 0
+    comparison: packets.PacketComparison | None = None
     # The predicted TcpExt counters the kernel moved otherwise (tfolab.lab.counters).
     counter_diff: list[str] = field(default_factory=list)
     # What the server application did in the measured part: "accepted", "requests".
     app: dict[str, int] = field(default_factory=dict)
-    # (races the model named, races used: optional segments the kernel did not send)
-    races: tuple[int, int] = (0, 0)
 
     def compare_packets(self) -> None:
-        """The capture against the model; at D = 0 against either order of two applications
-        woken at once (the other is a named race: counted, and its timeline kept)."""
+        """The capture against the model (tfolab.lab.packets.compare); where the other order
+        of two applications woken at once fits the kernel better, that timeline is kept."""
         if self.captured is None:
             return
-        kernel = packets.captured_rows(self.captured)
         starts = {m.i: m.start_ms for m in self.measurements if m.start_ms is not None}
+        self.comparison = packets.compare(self.simulation, self.captured, starts, self.capture_lost)
+        self.simulation = self.comparison.simulation
 
-        def compare(sim: Simulation) -> tuple[list[packets.Pair], list[packets.Row]]:
-            model = packets.model_rows(sim)
-            return packets.pairs(
-                model,
-                kernel,
-                packets.model_starts(sim),
-                {0: 0.0, **starts},
-                same_instant=not sim.one_way_delay_ms,
-            ), model
+    @property
+    def disagreements(self) -> tuple[Disagreement, ...]:
+        return self.comparison.disagreements if self.comparison else ()
 
-        aligned, model = compare(self.simulation)
-        named, used = packets.race_count(aligned, model)
-        other = other_app_order(self.simulation)
-        if other is not None:
-            named += 1
-            other_aligned, other_model = compare(other)
-            if sum(1 for p in other_aligned if p.sentence) < sum(1 for p in aligned if p.sentence):
-                self.simulation, aligned, model = other, other_aligned, other_model
-                named, used = packets.race_count(aligned, model)
-                named, used = named + 1, used + 1
-        self.packet_diff = [p.sentence for p in aligned if p.sentence]
-        self.races = (named, used)
-        if self.capture_lost:
-            self.packet_diff.append(f"the capture lost {self.capture_lost} segments")
+    @property
+    def packet_diff(self) -> list[str]:
+        """One sentence per packet disagreement (empty: they agree, or nothing compared)."""
+        return self.comparison.sentences if self.comparison else []
+
+    @property
+    def races(self) -> tuple[int, int]:
+        """(races the model named, races the comparison used)."""
+        if self.comparison is None:
+            return (0, 0)
+        return self.comparison.races_named, self.comparison.races_used
 
     @property
     def packets_matching(self) -> tuple[int, int]:
-        """(segments that agree, segments the model has), for the table's packets column."""
-        total = sum(1 for row in packets.model_rows(self.simulation) if not row.optional)
-        return max(total - len(self.packet_diff), 0), total
+        """(segments that agree, segments that had to), for the table's packets column."""
+        if self.comparison is None:
+            total = sum(1 for row in model_rows(self.simulation) if not row.optional)
+            return total, total
+        return self.comparison.matching
 
     def to_json(self, *, measured: bool) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -174,8 +165,9 @@ class ScenarioResult:
         data["predicted_app"] = dict(self.simulation.app)
         data["timeline"] = [event.to_json() for event in self.simulation.events]
         if measured and self.captured is not None:
-            data["captured"] = [msgspec.to_builtins(row) for row in self.captured]
-            data["packet_diff"] = list(self.packet_diff)
+            data["captured"] = [row.to_json() for row in self.captured]
+            data["packet_diff"] = self.packet_diff
+            data["packet_disagreements"] = [d.to_json() for d in self.disagreements]
             data["races"] = {"named": self.races[0], "used": self.races[1]}
         return data
 

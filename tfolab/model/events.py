@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
+from tfolab.model.options import FastOpen, TcpOption, labels
+
 Side = Literal["client", "server"]
 TimerAction = Literal["armed", "fired", "cancelled"]
 NS_PER_MS = 1_000_000
@@ -37,11 +39,9 @@ class CookieInfo:
     value_hex: str = ""  # the cookie bytes, "" for a request
     key_generation: int = 0  # which server key made it (1 = the first key)
 
-    def describe(self) -> str:
-        kind = "" if self.option_kind == 34 else " (exp. kind 254)"
-        if self.length == 0:
-            return f"TFO cookie request{kind}"
-        return f"TFO cookie {self.length}B{kind}"
+    def option(self) -> FastOpen:
+        """The option a segment carries for it (a model cookie states its length only)."""
+        return FastOpen(self.option_kind, self.length)
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Segment:
     seq: int  # relative: the sender's ISN is 0
     ack: int | None  # relative, None when the ACK flag is off
     length: int  # payload bytes
-    options: tuple[str, ...]
+    options: tuple[TcpOption, ...]
     cookie: CookieInfo | None
     what: str  # what the segment carries, for explanations: "SYN+data", "request", "ACK"
     explanation: str
@@ -105,7 +105,7 @@ class Segment:
         data = asdict(self)
         data["kind"] = "segment"
         data["flags"] = list(self.flags)
-        data["options"] = list(self.options)
+        data["options"] = labels(self.options)
         data["window_alternatives"] = list(self.window_alternatives)
         del data["starts_skb"]
         if self.merged_ack is None:
@@ -230,7 +230,7 @@ class Recorder:
         seq: int,
         ack: int | None,
         length: int,
-        options: tuple[str, ...],
+        options: tuple[TcpOption, ...],
         cookie: CookieInfo | None,
         what: str,
         explanation: str,

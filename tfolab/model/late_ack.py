@@ -40,6 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tfolab.model.events import Event, Segment, Side, Timer
+from tfolab.model.options import TcpOption, Timestamps
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class LateSegment:
     flags: tuple[str, ...]
     seq: int
     ack: int | None
-    options: tuple[str, ...]
+    options: tuple[TcpOption, ...]
     what: str  # "the timer's ACK", "TIME_WAIT's answer", "the reset"
 
 
@@ -84,7 +85,7 @@ def late_arrivals(events: tuple[Event, ...], one_way_delay_ms: float) -> tuple[L
                 last_ack=answer.id,
                 after=(
                     LateSegment(
-                        carrier.sender, ("ACK",), carrier.seq, carrier.ack, ("TS",),
+                        carrier.sender, ("ACK",), carrier.seq, carrier.ack, (Timestamps(),),
                         "the timer's ACK",
                     ),
                     LateSegment(

@@ -32,14 +32,10 @@ from __future__ import annotations
 from tfolab.model import nagle, pacing
 from tfolab.model.events import CookieInfo
 from tfolab.model.flights import Flight, ends_a_write, segment_name
+from tfolab.model.options import TcpOption, Timestamps, syn_options
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent
 from tfolab.model.wire import Wire
-
-
-def syn_options(mss: int, wscale: int) -> tuple[str, ...]:
-    """A SYN's or SYN-ACK's options in the kernel's order (tcp_options_write)."""
-    return (f"mss {mss}", "sackOK", "TS", f"wscale {wscale}")
 
 
 def transmit(
@@ -82,11 +78,11 @@ def transmit(
             sock.rspace.advertise(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
         sock.rcv_wup = sock.rcv_nxt
     window = sock.rspace.header_window(syn="SYN" in flags)
-    options: tuple[str, ...] = ("TS",)
+    options: tuple[TcpOption, ...] = (Timestamps(),)
     if mss_option is not None:
         options = syn_options(mss_option, env.wscale)
     if cookie is not None:
-        options += (cookie.describe(),)
+        options += (cookie.option(),)
     arrival = env.link.arrival(now)
     event = env.recorder.segment(
         iteration=sock.iteration,

@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 
 from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Recorder, Side
-from tfolab.model.output import syn_options
+from tfolab.model.options import Timestamps, syn_options
 from tfolab.model.predict import Headline
 from tfolab.model.sock import TcpSock
 from tfolab.model.wire import Env, Wire
@@ -71,7 +71,7 @@ def send_replay(
     """The attacker's raw socket puts the captured SYN on the link again; returns its wire."""
     options = syn_options(original.mss_option or 0, env.wscale)
     if original.cookie is not None:
-        options += (original.cookie.describe(),)
+        options += (original.cookie.option(),)
     event = env.recorder.segment(
         iteration=iteration,
         connection=connection,
@@ -213,7 +213,7 @@ class TimeWaitPeer:
             seq=sock.snd_nxt,
             ack=sock.rcv_nxt,
             length=0,
-            options=("TS",),
+            options=(Timestamps(),),
             cookie=None,
             what="TIME_WAIT ACK",
             explanation=explanation,

@@ -11,12 +11,12 @@ Rules:
 - Flags are spelt as in tfolab/model/events.py, in one fixed order: SYN, FIN,
   RST, ACK, PSH, URG, ECE, CWR (so a SYN-ACK is ("SYN", "ACK"), a FIN
   ("FIN", "ACK"), data ("ACK", "PSH"), as the model writes them).
-- Options keep their wire order; their labels match the model's where it has
-  them ("mss 1460", "sackOK", "TS", "wscale 7", "TFO cookie request"). A
-  cookie is labelled with its bytes, "TFO cookie 0a1b2c3d4e5f6071" (the model
-  writes "TFO cookie 8B": its cookies are in CookieInfo.value_hex), and the
-  experimental form (kind 254, magic 0xF989) adds " (exp. kind 254)" as the
-  model does. NOP and EOL are not listed; SACK blocks are "sack N".
+- Options keep their wire order and are the model's types
+  (tfolab.model.options): a cookie keeps its bytes (the model's states only
+  its length), the experimental form (kind 254, magic 0xF989) is a FastOpen
+  of option kind 254, an unknown kind is an OtherOption, and a length that
+  runs past the header ends the list with Malformed. NOP and EOL are not
+  listed.
 - `number_connections` numbers as the model does (events.py, Segment.seq):
   each side's ISN is 0, its SYN takes number 0 and data starts at 1, so after
   a SYN carrying N bytes the next byte is N + 1. tcpdump's relative numbers
@@ -35,6 +35,19 @@ from pathlib import Path
 import dpkt
 
 from tfolab.model.events import Side
+from tfolab.model.options import (
+    FastOpen,
+    Malformed,
+    Mss,
+    OtherOption,
+    SackBlocks,
+    SackPermitted,
+    TcpOption,
+    Timestamps,
+    WindowScale,
+    fastopen_of,
+)
+from tfolab.runner.protocol import CapturedRow
 
 ETH_HEADER = 14
 ETHERTYPE_IPV4 = 0x0800
@@ -60,34 +73,34 @@ TFO_EXP_MAGIC = 0xF989
 
 
 @dataclass(frozen=True)
-class TfoOption:
-    """The Fast Open option: a cookie request (no cookie) or a cookie."""
-
-    kind: int  # 34, or 254 for the experimental form
-    cookie_hex: str = ""  # "" for a request
-
-    @property
-    def is_request(self) -> bool:
-        return not self.cookie_hex
-
-    def label(self) -> str:
-        what = "TFO cookie request" if self.is_request else f"TFO cookie {self.cookie_hex}"
-        return what if self.kind == OPT_FASTOPEN else f"{what} (exp. kind {self.kind})"
-
-
-@dataclass(frozen=True)
 class TcpOptions:
-    """The decoded TCP options of one segment; `labels` lists them in wire order."""
+    """The decoded TCP options of one segment: `listed` in wire order, typed as the model's
+    (tfolab.model.options), and the values the model does not state kept beside them."""
 
-    mss: int | None = None
-    sack_permitted: bool = False
+    listed: tuple[TcpOption, ...] = ()
     ts_val: int | None = None
     ts_ecr: int | None = None
-    wscale: int | None = None  # the shift count
     sack_blocks: tuple[tuple[int, int], ...] = ()  # absolute (left, right) edges
-    tfo: TfoOption | None = None
-    other_kinds: tuple[int, ...] = ()
-    labels: tuple[str, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(option.label() for option in self.listed)
+
+    @property
+    def mss(self) -> int | None:
+        return next((o.value for o in self.listed if isinstance(o, Mss)), None)
+
+    @property
+    def wscale(self) -> int | None:
+        return next((o.shift for o in self.listed if isinstance(o, WindowScale)), None)
+
+    @property
+    def sack_permitted(self) -> bool:
+        return any(isinstance(o, SackPermitted) for o in self.listed)
+
+    @property
+    def tfo(self) -> FastOpen | None:
+        return fastopen_of(self.listed)
 
 
 @dataclass(frozen=True)
@@ -120,47 +133,36 @@ def tcp_flags(bits: int) -> tuple[str, ...]:
 
 def decode_options(raw: bytes) -> TcpOptions:
     """Decode the option bytes of a TCP header (everything after its first 20 bytes)."""
-    mss = ts_val = ts_ecr = wscale = None
-    sack_permitted = False
+    listed: list[TcpOption] = []
+    ts_val = ts_ecr = None
     sack_blocks: tuple[tuple[int, int], ...] = ()
-    tfo: TfoOption | None = None
-    other: list[int] = []
-    labels: list[str] = []
     for item in dpkt.tcp.parse_opts(raw):
         if item is None:  # a length byte running past the header
-            labels.append("bad option")
+            listed.append(Malformed())
             break
         kind, data = int(item[0]), bytes(item[1])
         if kind in (OPT_EOL, OPT_NOP):
             continue
         if kind == OPT_MSS and len(data) == 2:
-            mss = struct.unpack("!H", data)[0]
-            labels.append(f"mss {mss}")
+            listed.append(Mss(struct.unpack("!H", data)[0]))
         elif kind == OPT_SACK_PERM:
-            sack_permitted = True
-            labels.append("sackOK")
+            listed.append(SackPermitted())
         elif kind == OPT_TS and len(data) == 8:
             ts_val, ts_ecr = struct.unpack("!II", data)
-            labels.append("TS")
+            listed.append(Timestamps())
         elif kind == OPT_WSCALE and len(data) == 1:
-            wscale = data[0]
-            labels.append(f"wscale {wscale}")
+            listed.append(WindowScale(data[0]))
         elif kind == OPT_SACK and len(data) % 8 == 0:
             edges = struct.unpack(f"!{len(data) // 4}I", data)
             sack_blocks = tuple(zip(edges[0::2], edges[1::2], strict=True))
-            labels.append(f"sack {len(sack_blocks)}")
+            listed.append(SackBlocks(len(sack_blocks)))
         elif kind == OPT_FASTOPEN:
-            tfo = TfoOption(kind, data.hex())
-            labels.append(tfo.label())
+            listed.append(FastOpen(kind, len(data), data.hex()))
         elif kind == OPT_EXPERIMENTAL and data[:2] == TFO_EXP_MAGIC.to_bytes(2, "big"):
-            tfo = TfoOption(kind, data[2:].hex())
-            labels.append(tfo.label())
+            listed.append(FastOpen(kind, len(data) - 2, data[2:].hex()))
         else:
-            other.append(kind)
-            labels.append(f"opt {kind}")
-    return TcpOptions(
-        mss, sack_permitted, ts_val, ts_ecr, wscale, sack_blocks, tfo, tuple(other), tuple(labels)
-    )
+            listed.append(OtherOption(kind))
+    return TcpOptions(tuple(listed), ts_val, ts_ecr, sack_blocks)
 
 
 def decode_frame(
@@ -228,20 +230,23 @@ class NumberedSegment:
     seq: int  # relative: the sender's ISN is 0
     ack: int | None  # relative to the receiver's ISN; None when the ACK flag is off
     length: int
-    options: tuple[str, ...]
+    options: tuple[TcpOption, ...]
     segment: CapturedSegment = field(repr=False, compare=False)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "t_ms": round(self.t_ms, 4),
-            "connection": self.connection,
-            "sender": self.sender,
-            "flags": list(self.flags),
-            "seq": self.seq,
-            "ack": self.ack,
-            "length": self.length,
-            "options": list(self.options),
-        }
+    def to_row(self, connection: int | None = None) -> CapturedRow:
+        """The row the runner sends (the contract's `captured` shape), under `connection`
+        where the measured part's connections are numbered apart."""
+        return CapturedRow(
+            t_ms=round(self.t_ms, 4),
+            connection=self.connection if connection is None else connection,
+            sender=self.sender,
+            flags=list(self.flags),
+            seq=self.seq,
+            ack=self.ack,
+            length=self.length,
+            options=list(self.options),
+            window=self.segment.window,
+        )
 
 
 @dataclass
@@ -349,7 +354,7 @@ def number_connections(
                 seq=seq,
                 ack=ack,
                 length=seg.length,
-                options=seg.options.labels,
+                options=seg.options.listed,
                 segment=seg,
             )
         )

@@ -19,6 +19,8 @@ import struct
 
 import msgspec
 
+from tfolab.model.events import Side
+from tfolab.model.options import TcpOption, labels
 from tfolab.model.scenario import ScenarioConfig
 
 
@@ -125,13 +127,19 @@ class CapturedRow(msgspec.Struct, frozen=True):
 
     t_ms: float
     connection: int
-    sender: str
+    sender: Side
     flags: list[str]
     seq: int
     ack: int | None
     length: int
-    options: list[str]
+    options: list[TcpOption]  # typed as the model's (tfolab.model.options), in wire order
     window: int  # the header's window field, as on the wire (unscaled)
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON contract's `captured` row: options by their labels."""
+        data = msgspec.to_builtins(self)
+        data["options"] = labels(self.options)
+        return data  # type: ignore[no-any-return]
 
 
 class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):

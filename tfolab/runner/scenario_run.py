@@ -33,7 +33,6 @@ from tfolab.runner.capture import (
 )
 from tfolab.runner.protocol import (
     Captured,
-    CapturedRow,
     Counters,
     Event,
     Iteration,
@@ -301,20 +300,7 @@ def _captured(
     renumber = {old: new for new, old in enumerate(sorted({r.connection for r in rows}), 1)}
     captured = Captured(
         scenario=name,
-        segments=[
-            CapturedRow(
-                t_ms=round(r.t_ms, 4),
-                connection=renumber[r.connection],
-                sender=r.sender,
-                flags=list(r.flags),
-                seq=r.seq,
-                ack=r.ack,
-                length=r.length,
-                options=list(r.options),
-                window=r.segment.window,
-            )
-            for r in rows
-        ],
+        segments=[r.to_row(renumber[r.connection]) for r in rows],
         frames=pcap_frames(r.segment for r in rows),
         lost=last.lost,
     )

@@ -2,20 +2,20 @@
 
 Rules:
 - Pure: a LabResult in, what to draw out (LadderContent); no I/O, no styles.
-- A captured row becomes a tfolab.model.events.Segment (what = "captured"), so
-  the one layout (ladder_layout.py) and the one widget draw it. It arrives at
-  its measured time put on the model's clock through its iteration's start on
-  each clock (packets.model_starts against Measurement.start_ms), and left D
-  before that: each captured arrow sits where it was measured within its
+- A captured row becomes a KernelSegment (view/kernel_segment.py), so the one
+  layout (ladder_layout.py) and the one widget draw it. It arrives at its
+  measured time put on the model's clock through its iteration's start on
+  each clock (packet_rows.model_starts against Measurement.start_ms), and left
+  D before that: each captured arrow sits where it was measured within its
   iteration.
+- Everything about matching comes from the scenario's PacketComparison
+  (tfolab.lab.packets.compare, the alignment behind packet_diff): which model
+  segment a captured one stands for (by event id and captured index), its
+  connection number and its disagreement. Nothing is paired again here.
 - A captured segment's iteration is that of the model's segment it is matched
   with; an unmatched one belongs to the latest iteration started (on the
-  capture's clock) before it arrived.
-- Disagreements come segment by segment from packets.pairs, the very
-  alignment behind packet_diff, so the ladder and the JSON say the same.
-- Connections are numbered as packets.captured_rows numbers them (SYN order);
-  a captured segment of a connection whose SYN the capture did not see is
-  drawn, as connection 0, but not compared.
+  capture's clock) before it arrived. A segment of a connection whose SYN the
+  capture did not see is drawn, as connection 0, but not compared.
 - Three views: "model", "captured" and "both" (the two merged in time order,
   the captured arrows in the role "captured"). A captured arrow's label says
   where it parts from the model ("✗ ..."); in "both" one that agrees is only
@@ -25,30 +25,20 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tfolab.lab import packets
-from tfolab.lab.packets import Row
+from tfolab.lab.disagreements import Disagreement
+from tfolab.lab.packet_rows import Row, model_starts, segment_words
 from tfolab.lab.session import LabResult, ScenarioResult
-from tfolab.model.events import CookieInfo, Event, Segment, Side
+from tfolab.model.events import CookieInfo, Event
+from tfolab.model.options import fastopen_of
 from tfolab.runner.protocol import CapturedRow
+from tfolab.view.kernel_segment import KernelSegment
 
 VIEWS = ("model", "captured", "both")
 CAPTURED_ROLE = "captured"
-_COOKIE = re.compile(r"^TFO cookie (request|[0-9a-fA-F]+)")
-
-
-@dataclass(frozen=True)
-class KernelSegment(Segment):
-    """A captured segment drawn on the ladder; `drawn_label` replaces its arrow's label."""
-
-    drawn_label: str = ""
-
-    def label(self) -> str:
-        return self.drawn_label or super().label()
 
 
 @dataclass(frozen=True)
@@ -60,17 +50,25 @@ class CapturedStep:
     iteration: int
     into_ms: float | None  # its arrival from its iteration's start, on the capture's clock
     model_index: int | None  # the model's segment it was matched with (index in sim.events)
-    sentence: str = ""  # how it disagrees with the model ("" when it agrees)
+    disagreement: Disagreement | None = None  # how it parts from the model (None: it agrees)
+
+    @property
+    def sentence(self) -> str:
+        return self.disagreement.sentence() if self.disagreement else ""
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """A scenario's capture beside its model, segment by segment."""
+    """A scenario's capture beside its model, segment by segment, ready to draw."""
 
     segments: tuple[KernelSegment, ...]  # the captured ones, on the model's clock, in time order
     steps: tuple[CapturedStep, ...]  # one per segment
-    model_sentences: dict[int, str]  # index in sim.events -> its disagreement
-    sentences: tuple[str, ...]  # every disagreement, in packet_diff's order
+    model_issues: dict[int, Disagreement]  # index in sim.events -> its disagreement
+    disagreements: tuple[Disagreement, ...]  # every one, in packet_diff's order
+
+    @property
+    def sentences(self) -> tuple[str, ...]:
+        return tuple(d.sentence() for d in self.disagreements)
 
 
 @dataclass(frozen=True)
@@ -83,11 +81,16 @@ class LadderContent:
     roles: dict[int, str] = field(default_factory=dict)  # index -> an arrow's role
     path: frozenset[int] = frozenset()
     markers: dict[int, str] = field(default_factory=dict)
-    sentences: dict[int, str] = field(default_factory=dict)  # index -> its disagreement
+    issues: dict[int, Disagreement] = field(default_factory=dict)  # index -> its disagreement
     captured: dict[int, CapturedStep] = field(default_factory=dict)  # index -> capture facts
     model_at: dict[int, int] = field(default_factory=dict)  # model event index -> index here
     absent: str = ""  # why there is no capture to draw ("" when there is one)
-    unplaced: tuple[str, ...] = ()  # disagreements on no drawn segment
+    unplaced: tuple[Disagreement, ...] = ()  # disagreements on no drawn segment
+
+    @property
+    def sentences(self) -> dict[int, str]:
+        """index -> the sentence of its disagreement."""
+        return {i: d.sentence() for i, d in self.issues.items()}
 
     @property
     def empty_text(self) -> str:
@@ -137,36 +140,36 @@ def packets_summary(result: LabResult) -> str:
 
 
 def compare(scenario: ScenarioResult, one_way_delay_ms: float) -> Comparison:
-    """The capture of `scenario` as drawable segments, matched against the model's."""
+    """The capture of `scenario` as drawable segments, each with what its comparison said."""
     sim = scenario.simulation
-    captured = sorted(scenario.captured or (), key=lambda c: c.t_ms)
-    model = packets.model_rows(sim)
-    kernel = packets.captured_rows(captured)
-    model_start = packets.model_starts(sim)
+    captured = list(scenario.captured or ())
+    result = scenario.comparison
+    pairs = result.pairs if result is not None else ()
+    index_of = {event.id: i for i, event in enumerate(sim.events)}
+    kernel: dict[int, Row] = {}  # captured index -> its compared row
+    matched: dict[int, Row] = {}  # captured index -> the model row it stands against
+    said: dict[int, Disagreement] = {}  # captured index -> its disagreement
+    model_issues: dict[int, Disagreement] = {}
+    for pair in pairs:
+        theirs, ours, disagreement = pair.kernel, pair.model, pair.disagreement
+        if theirs is not None and theirs.captured_index is not None:
+            kernel[theirs.captured_index] = theirs
+            if ours is not None:
+                matched[theirs.captured_index] = ours
+            if disagreement is not None:
+                said[theirs.captured_index] = disagreement
+        if ours is not None and ours.event_id in index_of and disagreement is not None:
+            model_issues.setdefault(index_of[ours.event_id], disagreement)
+    model_start = model_starts(sim)
     kernel_start = {0: 0.0} | {
         m.i: m.start_ms for m in scenario.measurements if m.start_ms is not None
     }
-    pairs = packets.pairs(
-        model, kernel, model_start, kernel_start, same_instant=not sim.one_way_delay_ms
-    )
-    event_of = _model_events(sim.events, model)
-    model_sentences: dict[int, str] = {}
-    matched: dict[int, Row] = {}  # id(kernel row) -> model row
-    said: dict[int, str] = {}  # id(kernel row) -> sentence
-    for pair in pairs:
-        ours, theirs, sentence = pair.model, pair.kernel, pair.sentence
-        if ours is not None and theirs is not None:
-            matched[id(theirs)] = ours
-        if theirs is not None and sentence:
-            said[id(theirs)] = sentence
-        if ours is not None and sentence and id(ours) in event_of:
-            model_sentences.setdefault(event_of[id(ours)], sentence)
-    numbered = _numbered(captured, kernel)
     base_id = max((e.id for e in sim.events), default=0) + 1
     segments: list[KernelSegment] = []
     steps: list[CapturedStep] = []
-    for k, (row, kernel_row) in enumerate(numbered):
-        ours = matched.get(id(kernel_row)) if kernel_row is not None else None
+    for k, index in enumerate(sorted(range(len(captured)), key=lambda n: captured[n].t_ms)):
+        row = captured[index]
+        ours = matched.get(index)
         if ours is not None:
             iteration = ours.iteration
         else:
@@ -178,103 +181,43 @@ def compare(scenario: ScenarioResult, one_way_delay_ms: float) -> Comparison:
         else:
             into = None
             arrived = model_start.get(0, 0.0) + row.t_ms
+        compared = kernel.get(index)
         step = CapturedStep(
             row=row,
-            connection=kernel_row.connection if kernel_row is not None else 0,
+            connection=compared.connection if compared is not None else 0,
             iteration=iteration,
             into_ms=into,
-            model_index=event_of.get(id(ours)) if ours is not None else None,
-            sentence=said.get(id(kernel_row), "") if kernel_row is not None else "",
+            model_index=index_of.get(ours.event_id) if ours and ours.event_id else None,
+            disagreement=said.get(index),
         )
         steps.append(step)
         segments.append(_segment(base_id + k, step, arrived, one_way_delay_ms))
-    return Comparison(
-        tuple(segments),
-        tuple(steps),
-        model_sentences,
-        tuple(pair.sentence for pair in pairs if pair.sentence),
-    )
-
-
-def _numbered(
-    captured: Sequence[CapturedRow], kernel: Sequence[Row]
-) -> list[tuple[CapturedRow, Row | None]]:
-    """Each captured row (time order) with its compared Row; None where it was not compared.
-
-    packets.captured_rows keeps, in time order, the rows of connections whose
-    SYN was captured: a subsequence of `captured`, found by walking both.
-    """
-    out: list[tuple[CapturedRow, Row | None]] = []
-    j = 0
-    for row in captured:
-        if j < len(kernel) and _same(row, kernel[j]):
-            out.append((row, kernel[j]))
-            j += 1
-        else:
-            out.append((row, None))
-    return out
-
-
-def _same(row: CapturedRow, kernel: Row) -> bool:
-    return (
-        row.t_ms == kernel.arrived_ms
-        and row.sender == kernel.sender
-        and tuple(row.flags) == kernel.flags
-        and (row.seq, row.ack, row.length) == (kernel.seq, kernel.ack, kernel.length)
-        and packets.comparable_options(row.options) == kernel.options
-    )
-
-
-def _model_events(events: Sequence[Event], model: Sequence[Row]) -> dict[int, int]:
-    """id(model row) -> the index in `events` of the segment it states.
-
-    packets.model_rows states the segments of the measured connections in
-    arrival order, with optional race ACKs (no event of their own) in between.
-    """
-    segments = [(i, e) for i, e in enumerate(events) if isinstance(e, Segment)]
-    measured = {e.connection for _, e in segments if e.iteration >= 1}
-    chosen = sorted(
-        ((i, e) for i, e in segments if e.connection in measured), key=lambda p: p[1].arrived_ms
-    )
-    certain = [row for row in model if not row.optional]
-    if len(certain) != len(chosen):
-        return {}
-    found: dict[int, int] = {}
-    for row, (index, segment) in zip(certain, chosen, strict=True):
-        if (row.sender, row.flags, row.seq, row.ack, row.length) != (
-            segment.sender,
-            segment.flags,
-            segment.seq,
-            segment.ack,
-            segment.length,
-        ):
-            return {}
-        found[id(row)] = index
-    return found
+    disagreements = result.disagreements if result is not None else ()
+    return Comparison(tuple(segments), tuple(steps), model_issues, disagreements)
 
 
 def _segment(seg_id: int, step: CapturedStep, arrived_ms: float, delay_ms: float) -> KernelSegment:
     row = step.row
-    sender: Side = "client" if row.sender == "client" else "server"
     where = f"connection {step.connection}" if step.connection else "an earlier connection"
     into = (
         f", {step.into_ms:.2f} ms into iteration {step.iteration}"
         if step.into_ms is not None and step.iteration
         else ""
     )
-    segment = KernelSegment(
+    tfo = fastopen_of(row.options)
+    return KernelSegment(
         id=seg_id,
         iteration=step.iteration,
         connection=step.connection,
         sent_ms=arrived_ms - delay_ms,
         arrived_ms=arrived_ms,
-        sender=sender,
+        sender=row.sender,
         flags=tuple(row.flags),
         seq=row.seq,
         ack=row.ack,
         length=row.length,
         options=tuple(row.options),
-        cookie=_cookie(row.options),
+        cookie=(CookieInfo(tfo.option_kind, tfo.cookie_length, tfo.cookie_hex) if tfo else None),
         what=CAPTURED_ROLE,
         explanation=(
             f"The kernel's segment on {where}, captured on lo: it arrived {row.t_ms:.2f} ms "
@@ -282,26 +225,13 @@ def _segment(seg_id: int, step: CapturedStep, arrived_ms: float, delay_ms: float
         ),
         cause="",
         caused_by=None,
+        mark="✗ " if step.disagreement else "",
     )
-    if step.sentence:
-        return dataclasses.replace(segment, drawn_label=f"✗ {segment.label()}")
-    return segment
-
-
-def _cookie(options: Sequence[str]) -> CookieInfo | None:
-    for option in options:
-        found = _COOKIE.match(option)
-        if found:
-            kind = 254 if "254" in option[found.end() :] else 34
-            if found.group(1) == "request":
-                return CookieInfo(kind, 0)
-            return CookieInfo(kind, len(found.group(1)) // 2, found.group(1))
-    return None
 
 
 def captured_words(row: CapturedRow) -> str:
     """A captured segment in full: flags, seq, ack, len, options (cookie bytes included)."""
-    return packets.segment_words(row.flags, row.seq, row.ack, row.length, row.options)
+    return segment_words(row.flags, row.seq, row.ack, row.length, row.options)
 
 
 # --------------------------------------------------------------- the three views
@@ -315,9 +245,9 @@ def ladder_content(result: LabResult, view: str) -> LadderContent:
     markers = measured_markers(scenario)
     absent = capture_absent(result)
     comparison = None if absent else compare(scenario, result.delay_ms)
-    packet_diff = tuple(sentence for s in result.scenarios for sentence in s.packet_diff)
+    every = tuple(d for s in result.scenarios for d in s.disagreements)
     if view == "model" or comparison is None:
-        sentences = dict(comparison.model_sentences) if comparison else {}
+        issues = dict(comparison.model_issues) if comparison else {}
         if view == "model":
             title = "Ladder · model" if result.measured else "Ladder"
         else:
@@ -330,23 +260,23 @@ def ladder_content(result: LabResult, view: str) -> LadderContent:
             model_at={i: i for i in range(len(drawn))},
             path=frozenset(path) if drawn else frozenset(),
             markers=markers if drawn else {},
-            sentences=sentences if drawn else {},
+            issues=issues if drawn else {},
             absent=absent,
-            unplaced=_unplaced(packet_diff, sentences.values()) if drawn else packet_diff,
+            unplaced=_unplaced(every, issues.values()) if drawn else every,
         )
     if view == "captured":
         captured = dict(enumerate(comparison.steps))
-        sentences = {k: step.sentence for k, step in captured.items() if step.sentence}
+        issues = {k: step.disagreement for k, step in captured.items() if step.disagreement}
         return LadderContent(
             view,
             "Ladder · captured (the kernel's packets)",
             comparison.segments,
             path=frozenset(k for k, s in captured.items() if s.model_index in path),
-            sentences=sentences,
+            issues=issues,
             captured=captured,
-            unplaced=_unplaced(packet_diff, sentences.values()),
+            unplaced=_unplaced(every, issues.values()),
         )
-    return _both(scenario, comparison, path, markers, packet_diff)
+    return _both(scenario, comparison, path, markers, every)
 
 
 def _both(
@@ -354,7 +284,7 @@ def _both(
     comparison: Comparison,
     path: set[int],
     markers: dict[int, str],
-    packet_diff: tuple[str, ...],
+    every: tuple[Disagreement, ...],
 ) -> LadderContent:
     """The model's events and the captured segments merged in time order."""
     model = list(scenario.simulation.events)
@@ -368,20 +298,16 @@ def _both(
         if source == "model":
             events.append(model[k])
             at_model[k] = index
+            continue
+        segment, step = comparison.segments[k], comparison.steps[k]
+        if step.disagreement is None and step.model_index is not None:
+            segment = dataclasses.replace(segment, as_model=True)
         else:
-            segment, step = comparison.segments[k], comparison.steps[k]
-            if not step.sentence and step.model_index is not None:
-                segment = dataclasses.replace(segment, drawn_label="✓ kernel")
-            elif not segment.drawn_label:
-                segment = dataclasses.replace(segment, drawn_label=f"kernel {segment.label()}")
-            else:
-                segment = dataclasses.replace(
-                    segment, drawn_label=segment.drawn_label.replace("✗ ", "✗ kernel ", 1)
-                )
-            events.append(segment)
-            captured[index] = step
-    sentences = {at_model[i]: s for i, s in comparison.model_sentences.items()}
-    sentences |= {index: step.sentence for index, step in captured.items() if step.sentence}
+            segment = dataclasses.replace(segment, mark=f"{segment.mark}kernel ")
+        events.append(segment)
+        captured[index] = step
+    issues = {at_model[i]: d for i, d in comparison.model_issues.items()}
+    issues |= {index: step.disagreement for index, step in captured.items() if step.disagreement}
     return LadderContent(
         "both",
         "Ladder · model + captured",
@@ -390,10 +316,10 @@ def _both(
         path=frozenset(at_model[i] for i in path)
         | frozenset(k for k, s in captured.items() if s.model_index in path),
         markers={at_model[i]: text for i, text in markers.items()},
-        sentences=sentences,
+        issues=issues,
         captured=captured,
         model_at=at_model,
-        unplaced=_unplaced(packet_diff, sentences.values()),
+        unplaced=_unplaced(every, issues.values()),
     )
 
 
@@ -425,10 +351,12 @@ def same_moment(old: LadderContent, index: int, new: LadderContent) -> int:
     return earlier[-1] if earlier else 0
 
 
-def _unplaced(packet_diff: Sequence[str], placed: Iterable[str]) -> tuple[str, ...]:
-    """The sentences of packet_diff that no drawn segment carries."""
-    shown = set(placed)
-    return tuple(sentence for sentence in packet_diff if sentence not in shown)
+def _unplaced(
+    every: Sequence[Disagreement], placed: Iterable[Disagreement]
+) -> tuple[Disagreement, ...]:
+    """The disagreements no drawn segment carries."""
+    shown = {id(d) for d in placed}
+    return tuple(d for d in every if id(d) not in shown)
 
 
 def critical_path(scenario: ScenarioResult) -> set[int]:

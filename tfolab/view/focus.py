@@ -86,7 +86,7 @@ def reindex(content: LadderContent, keep: Sequence[int], *, title: str) -> Ladde
         roles={new[i]: role for i, role in content.roles.items() if i in new},
         path=frozenset(new[i] for i in content.path if i in new),
         markers={new[i]: text for i, text in content.markers.items() if i in new},
-        sentences={new[i]: text for i, text in content.sentences.items() if i in new},
+        issues={new[i]: issue for i, issue in content.issues.items() if i in new},
         captured={new[i]: step for i, step in content.captured.items() if i in new},
         model_at={m: new[i] for m, i in content.model_at.items() if i in new},
     )

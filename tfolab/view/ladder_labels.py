@@ -19,21 +19,11 @@ import re
 import textwrap
 
 from tfolab.model.events import Segment
+from tfolab.model.options import FastOpen, SackPermitted, TcpOption, WindowScale
+from tfolab.view.kernel_segment import KernelSegment
 
 MAX_TEXT_LINES = 4  # an application call or timer
 MAX_NOTE_LINES = 4  # a note: its first clause if the whole does not fit
-_SEQ = re.compile(r" seq=\d+")
-_OPTION_WORDS = {"sackOK": "sack", "wscale": "ws"}
-
-
-def fit_label(label: str, room: int) -> str:
-    """A plain label in `room` columns: without its seq= part if that makes it fit, else cut."""
-    if len(label) <= room:
-        return label
-    shorter = _SEQ.sub("", label, count=1)
-    if len(shorter) <= room:
-        return shorter
-    return cut(shorter, room)
 
 
 def cut(text: str, room: int) -> str:
@@ -44,11 +34,11 @@ def cut(text: str, room: int) -> str:
 
 def label_variants(segment: Segment) -> list[str]:
     """The arrow's label, longest first, each dropping one more field."""
-    drawn = segment.label()
-    base = Segment.label(segment)
-    if drawn != base and not drawn.endswith(base):
-        return [drawn]  # a label of its own ("✓ kernel"): only cutting can shorten it
-    prefix = drawn[: len(drawn) - len(base)]
+    prefix = ""
+    if isinstance(segment, KernelSegment):
+        if segment.as_model:
+            return [segment.label()]  # "✓ kernel": only cutting can shorten it
+        prefix = segment.mark
     flags = ",".join(segment.flags)
     seq = f"seq={segment.seq}"
     ack = f"ack={segment.ack}" if segment.ack is not None else ""
@@ -74,18 +64,20 @@ def option_variants(segment: Segment) -> list[str]:
     """A SYN's options line (full, then compact), or [] for other segments."""
     if "SYN" not in segment.flags:
         return []
-    options = [o for o in segment.options if not o.startswith("TFO")]
+    options = [o for o in segment.options if not isinstance(o, FastOpen)]
     if not options:
         return []
-    full = " ".join(options)
+    full = " ".join(o.label() for o in options)
     compact = " ".join(_compact(o) for o in options)
     return [full] if full == compact else [full, compact]
 
 
-def _compact(option: str) -> str:
-    name, _, value = option.partition(" ")
-    short = _OPTION_WORDS.get(name, name)
-    return f"{short} {value}".strip()
+def _compact(option: TcpOption) -> str:
+    if isinstance(option, SackPermitted):
+        return "sack"
+    if isinstance(option, WindowScale):
+        return f"ws {option.shift}"
+    return option.label()
 
 
 _SIDE_PREFIX = re.compile(r"^(client|server):?\s+")

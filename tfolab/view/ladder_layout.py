@@ -36,16 +36,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tfolab.model.events import AppCall, Event, Segment, Timer
+from tfolab.view.kernel_segment import KernelSegment
 from tfolab.view.ladder_labels import (
     cut,
-    fit_label,
     label_variants,
     note_text,
     option_variants,
     side_lines,
 )
 
-__all__ = ["NO_OWNER", "LadderLayout", "choose_scale", "fit_label", "layout"]
+__all__ = ["NO_OWNER", "LadderLayout", "choose_scale", "layout"]
 
 GUTTER = 7  # " 120.0 " time column
 MIN_ANNOTATION = 9
@@ -326,6 +326,7 @@ class _Grid:
         self.heads: set[tuple[int, int]] = set()  # arrowheads: never drawn over
         self.labels: set[tuple[int, int]] = set()  # label cells: never drawn over
         self.side_rows: dict[str, set[int]] = {"client": set(), "server": set()}
+        self.stated: dict[int, float] = {}  # row -> the time its gutter states (to 0.1 ms)
 
     def _ensure(self, row: int) -> None:
         while len(self.rows) <= row + 1:
@@ -364,6 +365,7 @@ class _Grid:
             pass  # a side text's row: the time still goes in the gutter
         if all(self.blank(row, x) for x in range(GUTTER - 1)):
             self.write(row, 0, f"{time_ms:6.1f}"[: GUTTER - 1], "gutter", owner)
+            self.stated[row] = round(time_ms, 1)
 
     def break_row(self, row: int, text: str) -> None:
         g = self.geometry
@@ -401,13 +403,7 @@ class _Grid:
         """
         self._ensure(0)
         empty = [all(char == " " for char, _, _ in row) for row in self.rows]
-        times: dict[int, float] = {}
-        for number, row in enumerate(self.rows):
-            gutter = "".join(char for char, _, _ in row[: GUTTER - 1]).strip()
-            try:
-                times[number] = float(gutter)
-            except ValueError:
-                continue
+        times = self.stated
         moved: dict[int, int] = {}
         kept: list[list[Cell]] = []
         breaks: dict[int, str] = {}
@@ -490,7 +486,7 @@ class _Grid:
         best: tuple[int, float] | None = None
         # A captured arrow that agrees with the model's (the "both" view) is the
         # same flight: it is drawn over the model's, in its own style, no lane.
-        same = role != event.sender and event.label().startswith("✓")
+        same = role != event.sender and isinstance(event, KernelSegment) and event.as_model
         lanes = 0 if same else MAX_LANES
         lane = 0
         while lane <= lanes or (
@@ -631,7 +627,7 @@ class _Grid:
             variants = [v for v in label_variants(arrow.event) if len(v) <= span] or [
                 cut(label_variants(arrow.event)[-1], span)
             ]
-            if variants[0].startswith("✓"):
+            if isinstance(arrow.event, KernelSegment) and arrow.event.as_model:
                 return [arrow.first]  # only "as the model": the step panel says it
             taken = self.labels | self.heads
             for text in variants:

@@ -1,0 +1,213 @@
+"""How a captured segment parts from the model's, typed, and each kind in plain words.
+
+Rules:
+- One frozen type per kind of disagreement; a consumer asks the kind, never
+  the sentence: `Changed` (the kernel sent another segment where the model
+  has one), `Missing` (the model's segment the kernel did not send), `Extra`
+  (the kernel's segment the model lacks), `WrongWindow` (the same segment
+  advertising another window), `Arrival` (the same segment outside its own
+  time band), `CaptureLost` (the capture dropped segments: nothing can be said
+  of them).
+- Only `Arrival` is about time alone (`timing_only`): a host that held a CPU
+  can cause it; everything else is TCP.
+- `sentence()` is the only wording of each kind; the JSON's `packet_diff`, the
+  CLI, the TUI and the ladder all show these sentences. `to_json()` gives the
+  kind and the facts beside the sentence (DESIGN.md, "Contracts").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tfolab.lab.packet_rows import Row
+
+
+@dataclass(frozen=True)
+class Moment:
+    """When a segment arrived, on one side's clock: from its iteration's start where that
+    is known, else from the scenario's first measured call."""
+
+    ms: float
+    iteration: int | None = None
+
+    def words(self) -> str:
+        if self.iteration is None:
+            return f"at {self.ms:.2f} ms"
+        return f"{self.ms:.2f} ms into iteration {self.iteration}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ms": round(self.ms, 3), "iteration": self.iteration}
+
+
+def _where(row: Row) -> str:
+    return f"connection {row.connection}, {row.sender}"
+
+
+def _facts(kind: str, row: Row, sentence: str, **more: Any) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "connection": row.connection,
+        "sender": row.sender,
+        **more,
+        "sentence": sentence,
+    }
+
+
+@dataclass(frozen=True)
+class Changed:
+    model: Row
+    kernel: Row
+    at: Moment  # the kernel's segment's arrival
+
+    kind = "changed"
+    timing_only = False
+
+    def sentence(self) -> str:
+        return (
+            f"{_where(self.model)}: the kernel sent {self.kernel.words()} {self.at.words()} "
+            f"where the model has {self.model.words()}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return _facts(
+            self.kind,
+            self.model,
+            self.sentence(),
+            model=self.model.words(),
+            kernel=self.kernel.words(),
+            at=self.at.to_json(),
+        )
+
+
+@dataclass(frozen=True)
+class Missing:
+    model: Row
+    at: Moment  # when the model has it arrive
+
+    kind = "missing"
+    timing_only = False
+
+    def sentence(self) -> str:
+        return (
+            f"{_where(self.model)}: the model has {self.model.words()} {self.at.words()}; "
+            "the kernel sent no such segment"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return _facts(
+            self.kind, self.model, self.sentence(), model=self.model.words(), at=self.at.to_json()
+        )
+
+
+@dataclass(frozen=True)
+class Extra:
+    kernel: Row
+    at: Moment
+
+    kind = "extra"
+    timing_only = False
+
+    def sentence(self) -> str:
+        return (
+            f"{_where(self.kernel)}: the kernel sent {self.kernel.words()} {self.at.words()}; "
+            "the model has no such segment"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return _facts(
+            self.kind,
+            self.kernel,
+            self.sentence(),
+            kernel=self.kernel.words(),
+            at=self.at.to_json(),
+        )
+
+
+@dataclass(frozen=True)
+class WrongWindow:
+    model: Row
+    kernel: Row
+    window: int  # the kernel's window field
+    allowed: tuple[int | None, ...]  # the model's, and what its races allow
+    at: Moment
+
+    kind = "window"
+    timing_only = False
+
+    def sentence(self) -> str:
+        said = " or ".join(str(w) for w in self.allowed)
+        return (
+            f"{_where(self.model)}: {self.model.words()} advertised window {self.window} "
+            f"{self.at.words()}; the model says {said}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return _facts(
+            self.kind,
+            self.model,
+            self.sentence(),
+            segment=self.model.words(),
+            window=self.window,
+            allowed=list(self.allowed),
+            at=self.at.to_json(),
+        )
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """The same segment, arriving further from the model's time than its own band."""
+
+    model: Row
+    kernel: Row
+    iteration: int
+    kernel_ms: float  # from the iteration's start, on the capture's clock
+    model_ms: float  # from the iteration's start, on the model's clock
+    band_ms: float
+
+    kind = "arrival"
+    timing_only = True
+
+    @property
+    def late_ms(self) -> float:
+        """How far outside the band (negative: early)."""
+        off = self.kernel_ms - self.model_ms
+        return off - self.band_ms if off > 0 else off + self.band_ms
+
+    def sentence(self) -> str:
+        return (
+            f"{_where(self.model)}: {self.model.words()} arrived {self.kernel_ms:.2f} ms into "
+            f"iteration {self.iteration}; the model said {self.model_ms:.2f} ms "
+            f"± {self.band_ms:.2f}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return _facts(
+            self.kind,
+            self.model,
+            self.sentence(),
+            segment=self.model.words(),
+            iteration=self.iteration,
+            kernel_ms=round(self.kernel_ms, 3),
+            model_ms=round(self.model_ms, 3),
+            band_ms=round(self.band_ms, 3),
+        )
+
+
+@dataclass(frozen=True)
+class CaptureLost:
+    """Segments the capture's ring dropped: the comparison cannot speak for them."""
+
+    count: int
+
+    kind = "capture-lost"
+    timing_only = False
+
+    def sentence(self) -> str:
+        return f"the capture lost {self.count} segments"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "count": self.count, "sentence": self.sentence()}
+
+
+Disagreement = Changed | Missing | Extra | WrongWindow | Arrival | CaptureLost
