@@ -16,19 +16,19 @@ import statistics
 import time
 
 from tfolab.lab.catalog import find_lab
-from tfolab.lab.session import plan
+from tfolab.lab.plan import plan
 from tfolab.runner.client import stream_events
 from tfolab.runner.protocol import Failed, Job, JobScenario, Setup
 
 
 async def one_run(delay_ms: float, backend: str) -> tuple[float, float, str]:
     lab = find_lab("handshake")
-    planned = plan(lab, "plain", 1)
+    planned = plan(lab, "plain", 1, delay_ms=delay_ms)
     job = Job(
         "handshake",
         delay_ms,
         backend,
-        tuple(JobScenario(p.name, p.iterations, p.config) for p in planned),
+        tuple(JobScenario(p.name, p.iterations, p.config) for p in planned.scenarios),
     )
     started = time.monotonic()
     setup_ms, seen_ms, used = 0.0, 0.0, "?"

@@ -11,7 +11,7 @@ Rules:
   from its constants: PER_PACKET_MS per packet on the path (the delay
   backend's error) and HOST_MS once; TICK_MS per timer is inside 40..48 ms.
 - These are the numbers the tolerance formula in tfolab/model/predict.py and
-  tfolab/lab/session.accuracy_for must reproduce; tests pin both.
+  tfolab/lab/prediction.accuracy_for must reproduce; tests pin both.
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def test_runner_notes_are_shown(
 
 def test_normal_scheduling_widens_the_band_by_the_hosts_slice() -> None:
     """A user namespace may not raise priority: the band grows by the scheduler's slice."""
-    from tfolab.lab.session import accuracy_for
+    from tfolab.lab.prediction import accuracy_for
 
     rt, normal = accuracy_for("nfqueue", True), accuracy_for("nfqueue", False)
     assert rt.per_packet_delay_error_ms == normal.per_packet_delay_error_ms

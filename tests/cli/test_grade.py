@@ -12,9 +12,11 @@ import msgspec
 import pytest
 
 from tfolab import cli
-from tfolab.lab import attempts, grading, session
+from tfolab.lab import attempts, grading
 from tfolab.lab.catalog import find_lab
 from tfolab.lab.expression import parse
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
 from tfolab.lab.quantities import quantities_for
 
 
@@ -28,13 +30,13 @@ def save_attempt(
     measured: tuple[float, ...] = (),
 ) -> Path:
     lab = find_lab(lab_name)
-    planned = session.plan(lab, scenario)
-    result = session.predict(lab, planned, 10.0, hz=250)
+    planned = plan(lab, scenario, delay_ms=10.0)
+    result = predict(planned, hz=250)
     for m, value in zip(result.scenarios[0].measurements, measured, strict=False):
         m.measured_ms = value
     grade = grading.grade(
         {name: parse(text) for name, text in predictions.items()},
-        quantities_for((), planned[0].iterations),
+        quantities_for((), planned.scenarios[0].iterations),
         result.scenarios[0],
         10.0,
     )
@@ -44,7 +46,7 @@ def save_attempt(
         lab=lab_name,
         scenario=scenario,
         settings={},
-        iterations=planned[0].iterations,
+        iterations=planned.scenarios[0].iterations,
         delay_ms=10.0,
         hz=250,
         grade=grade,

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfolab.lab import counters, session
+from tfolab.lab import counters
 from tfolab.lab.catalog import find_lab
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
+from tfolab.lab.results import LabResult
 from tfolab.model.events import Timer
 from tfolab.view import report
 
 
-def graded_fastopen(cookie_measured_ms: float) -> session.LabResult:
+def graded_fastopen(cookie_measured_ms: float) -> LabResult:
     lab = find_lab("fastopen")
-    planned = session.plan(lab, "cookie", iterations=2)
-    result = session.predict(lab, planned, 10.0, hz=250)
+    planned = plan(lab, "cookie", iterations=2, delay_ms=10.0)
+    result = predict(planned, hz=250)
     result.measured = True
     result.backend = "nfqueue"
     first, second = result.scenarios[0].measurements
@@ -47,8 +50,8 @@ def test_outside_the_band_says_which_and_by_how_much() -> None:
 
 def test_round_trips_are_whole_per_iteration_never_a_median_of_mixed_ones() -> None:
     lab = find_lab("fastopen")
-    planned = session.plan(lab, "invalid-cookie")
-    result = session.predict(lab, planned, 10.0, hz=250)
+    planned = plan(lab, "invalid-cookie", delay_ms=10.0)
+    result = predict(planned, hz=250)
     result.measured = True
     first, second = result.scenarios[0].measurements
     first.measured_ms, second.measured_ms = 41.7, 20.8
@@ -59,8 +62,8 @@ def test_round_trips_are_whole_per_iteration_never_a_median_of_mixed_ones() -> N
 
 def test_delack_rounds_read_as_round_trips_plus_a_delayed_ack() -> None:
     lab = find_lab("delack")
-    planned = session.plan(lab, "nagle")
-    result = session.predict(lab, planned, 10.0, hz=250)
+    planned = plan(lab, "nagle", delay_ms=10.0)
+    result = predict(planned, hz=250)
     result.measured = True
     values = [40.5, 84.1, 84.0, 84.2, 84.0]
     for m, value in zip(result.scenarios[0].measurements, values, strict=True):
@@ -71,8 +74,8 @@ def test_delack_rounds_read_as_round_trips_plus_a_delayed_ack() -> None:
 
 def test_counters_are_judged_against_the_model() -> None:
     lab = find_lab("delack")
-    planned = session.plan(lab, "nagle")
-    result = session.predict(lab, planned, 10.0, hz=250)
+    planned = plan(lab, "nagle", delay_ms=10.0)
+    result = predict(planned, hz=250)
     scenario = result.scenarios[0]
     assert scenario.simulation.counters == {"DelayedACKs": 4}
     assert counters.counter_diff(scenario.simulation, {"DelayedACKs": 4, "TW": 1}) == []
@@ -86,8 +89,8 @@ def test_counters_are_judged_against_the_model() -> None:
 
 def test_the_application_counts_are_judged_too() -> None:
     lab = find_lab("fastopen")
-    planned = session.plan(lab, "replay")
-    result = session.predict(lab, planned, 10.0, hz=250)
+    planned = plan(lab, "replay", delay_ms=10.0)
+    result = predict(planned, hz=250)
     sim = result.scenarios[0].simulation
     assert sim.app == {"accepted": 2, "requests": 2}
     measured = {"TCPFastOpenActive": 1, "TCPFastOpenPassive": 2}
@@ -101,7 +104,7 @@ def test_the_application_counts_are_judged_too() -> None:
 def test_a_timer_that_fires_unless_its_burst_merged_may_count_one_less() -> None:
     """Timer.unless_merged: in the merged outcome that timer was never armed."""
     lab = find_lab("delack")
-    sim = session.predict(lab, session.plan(lab, "nagle"), 10.0, hz=250).scenarios[0].simulation
+    sim = predict(plan(lab, "nagle", delay_ms=10.0), hz=250).scenarios[0].simulation
     fired = next(
         e for e in sim.events if isinstance(e, Timer) and e.action == "fired" and e.iteration >= 1
     )

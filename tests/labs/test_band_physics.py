@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from tests.physics import HEADLINES, HZ, TICK_MS, headline_range
-from tfolab.lab import session
 from tfolab.lab.catalog import find_lab
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
 from tfolab.model.predict import Accuracy
 from tfolab.runner.backends import BACKENDS, HOST_OVERHEAD_MS, HOST_OVERHEAD_NORMAL_SCHEDULING_MS
 
@@ -21,7 +22,7 @@ LABS = ("handshake", "fastopen", "delack")
 
 def _predicted(lab: str, delay_ms: float, **options: object) -> dict[str, list]:
     found = find_lab(lab)
-    result = session.predict(found, session.plan(found), delay_ms, hz=HZ, **options)
+    result = predict(plan(found, delay_ms=delay_ms), hz=HZ, **options)
     return {s.planned.name: s for s in result.scenarios}
 
 

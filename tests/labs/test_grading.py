@@ -6,17 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from tfolab.lab import grading, session
+from tfolab.lab import grading
 from tfolab.lab.catalog import find_lab, load_lab_file
 from tfolab.lab.expression import parse
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
 from tfolab.lab.quantities import Quantity, parse_selector, quantities_for
 
 
 def graded(lab_name: str, scenario: str, predictions: dict[str, str], delay: float = 10.0):
     lab = find_lab(lab_name)
-    planned = session.plan(lab, scenario)
-    result = session.predict(lab, planned, delay, hz=250)
-    quantities = quantities_for(lab.scenario(scenario).predict, planned[0].iterations)
+    planned = plan(lab, scenario, delay_ms=delay)
+    result = predict(planned, hz=250)
+    quantities = quantities_for(lab.scenario(scenario).predict, planned.scenarios[0].iterations)
     expressions = {name: parse(text) for name, text in predictions.items()}
     return grading.grade(
         expressions, quantities, result.scenarios[0], delay, lab.scenario(scenario).summary
@@ -74,9 +76,9 @@ def test_allowance_is_band_or_one_ms_or_ten_percent_at_most_20_ms() -> None:
 def test_a_left_out_delayed_ack_is_wrong_at_every_delay(delay: float) -> None:
     """'4D' for a round that stalls 40-44 ms: never within the allowance (10 % of 444 was)."""
     lab = find_lab("delack")
-    planned = session.plan(lab, "nagle")
-    result = session.predict(lab, planned, delay, hz=250)
-    quantities = quantities_for((), planned[0].iterations)
+    planned = plan(lab, "nagle", delay_ms=delay)
+    result = predict(planned, hz=250)
+    quantities = quantities_for((), planned.scenarios[0].iterations)
     grade = grading.grade(
         {"iteration 1": parse("4D"), "iterations 2+": parse("4D")},
         quantities,
@@ -89,8 +91,8 @@ def test_a_left_out_delayed_ack_is_wrong_at_every_delay(delay: float) -> None:
 
 def test_measured_values_are_graded_too() -> None:
     lab = find_lab("fastopen")
-    planned = session.plan(lab, "cookie")
-    result = session.predict(lab, planned, 10.0, hz=250)
+    planned = plan(lab, "cookie", delay_ms=10.0)
+    result = predict(planned, hz=250)
     for m, value in zip(result.scenarios[0].measurements, (20.8, 21.0, 20.9), strict=True):
         m.measured_ms = value
     quantities = quantities_for((), 3)

@@ -16,10 +16,10 @@ from tfolab.lab import packet_rows, packets
 from tfolab.lab.disagreements import Arrival, Extra, Missing, WrongWindow
 from tfolab.model import Simulation, simulate
 from tfolab.model.apps import ServerScript
+from tfolab.model.captured import CapturedRow
 from tfolab.model.events import CookieInfo, Segment, Timer
 from tfolab.model.options import FastOpen, TcpOption, Timestamps, WindowScale, comparable
 from tfolab.model.rcv_space import ReceiveMemory
-from tfolab.runner.protocol import CapturedRow
 
 
 def _sim(name: str):

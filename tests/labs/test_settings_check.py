@@ -1,6 +1,6 @@
 """ScenarioConfig.check() is the one gate: what it accepts, the model and the runner take.
 
-session.plan and the lab loader call it before anything runs, so a config it
+lab.plan.plan and the lab loader call it before anything runs, so a config it
 passes must never be refused later by simulate() (the model's own checks)
 except as outside the model's declared domain (model/domain.py, with its
 reason), and every limit must hold at its edges for --set strings and

@@ -11,9 +11,11 @@ import pytest
 
 from tests.tui.conftest import SIZE
 from tfolab.cli import serve as serve_cli
-from tfolab.lab import environment, session
+from tfolab.lab import environment
 from tfolab.lab.catalog import find_lab
 from tfolab.lab.environment import REAL_RUNS_OFF_ENV, RealRunStatus, quick_check
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
 from tfolab.lab.results_dir import RESULTS_DIR_ENV, save_result, slug
 from tfolab.tui.app import TfolabApp
 from tfolab.tui.classroom import SessionNameScreen
@@ -68,7 +70,7 @@ async def test_the_name_is_asked_once_and_runs_are_saved_with_it(tmp_path, monke
         assert not isinstance(app.screen, SessionNameScreen)
         assert app.classroom.session == "Ada"
         lab = find_lab("handshake", None)
-        result = session.predict(lab, session.plan(lab, "plain"), 10.0, hz=250)
+        result = predict(plan(lab, "plain", delay_ms=10.0), hz=250)
         saved = app.classroom.save_run(result)
     assert saved is not None and saved.parent == tmp_path
     payload = json.loads(saved.read_text())["payload"]

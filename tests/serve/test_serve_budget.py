@@ -21,6 +21,8 @@ from tfolab.core.cpus import SERVED_BY_ENV
 from tfolab.core.errors import UserError
 from tfolab.lab import served_budget, session
 from tfolab.lab.catalog import find_lab
+from tfolab.lab.plan import for_real, plan
+from tfolab.lab.prediction import predict
 from tfolab.runner import client
 from tfolab.runner.protocol import BenchJob, Failed, SlotTaken
 
@@ -131,14 +133,14 @@ async def test_a_served_run_beyond_its_budget_is_refused_before_any_runner(monke
 
     monkeypatch.setattr(client, "stream_events", no_runner)
     lab = find_lab("handshake")
-    planned = session.plan(lab, iterations=200)
+    planned = plan(lab, iterations=200, delay_ms=400.0)
     with pytest.raises(UserError, match="a served session's run may take 60 s"):
-        await session.run(lab, planned, 400.0, "auto")
-    small = session.predict(lab, session.plan(lab), 10.0, backend="auto")
+        await session.run(for_real(planned, "auto"))
+    small = predict(plan(lab, delay_ms=10.0), backend="auto")
     served_budget.check_run(small)  # the lab's own runs fit easily
     assert served_budget.run_seconds(small) < served_budget.RUN_BUDGET_S / 4
     monkeypatch.delenv(SERVED_BY_ENV)
-    served_budget.check_run(session.predict(lab, planned, 400.0, backend="auto"))  # a terminal's
+    served_budget.check_run(predict(planned, backend="auto"))  # a terminal's
 
 
 async def test_a_runner_holding_its_slot_past_the_cap_is_killed(monkeypatch, tmp_path) -> None:

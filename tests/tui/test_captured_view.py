@@ -18,12 +18,14 @@ import pytest
 from textual.widgets import Static
 
 from tests.tui.conftest import HZ, SIZE
-from tfolab.lab import packet_rows, pcap, session
+from tfolab.lab import packet_rows, pcap
 from tfolab.lab.catalog import find_lab, load_labs
-from tfolab.lab.session import LabResult
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
+from tfolab.lab.results import LabResult
+from tfolab.model.captured import CapturedRow
 from tfolab.model.events import Segment
 from tfolab.model.options import FastOpen, TcpOption, Timestamps
-from tfolab.runner.protocol import CapturedRow
 from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.widgets.ladder import LadderView
 from tfolab.tui.widgets.step_panel import StepPanel
@@ -45,7 +47,7 @@ def measured(
 ) -> LabResult:
     """A 'run' whose kernel did exactly what the model says (then `mutate`d)."""
     found = find_lab(lab)
-    result = session.predict(found, session.plan(found, scenario, iterations), delay_ms, hz=HZ)
+    result = predict(plan(found, scenario, iterations, delay_ms=delay_ms), hz=HZ)
     result.measured, result.kernel_release, result.setup_ms = True, "6.1.0", 80.0
     target = result.scenarios[0]
     sim = target.simulation

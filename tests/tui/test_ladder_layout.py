@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tfolab.lab import session
 from tfolab.lab.catalog import find_lab, load_labs
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
 from tfolab.model.events import Segment
 from tfolab.view.captured import ladder_content
 from tfolab.view.focus import headline_only, iteration_starts
@@ -18,7 +19,7 @@ WIDTHS = (86, 77)
 
 def result_of(lab: str, scenario: str, delay_ms: float, iterations: int | None = None):
     found = find_lab(lab)
-    return session.predict(found, session.plan(found, scenario, iterations), delay_ms, hz=250)
+    return predict(plan(found, scenario, iterations, delay_ms=delay_ms), hz=250)
 
 
 def timeline(lab: str, scenario: str, delay_ms: float, iterations: int = 1):

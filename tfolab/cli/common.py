@@ -7,8 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tfolab.lab.catalog import Lab
-    from tfolab.lab.session import PlannedScenario
+    from tfolab.lab.plan import LabPlan
 
 
 def labs_dir_argument(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -64,19 +63,30 @@ def scenario_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def prepare(args: argparse.Namespace) -> tuple[Lab, list[PlannedScenario], float]:
-    """Every check of the input, before anything runs: UserError on the first problem."""
-    from tfolab.lab import session
-    from tfolab.lab.catalog import find_lab
+def parse_set_options(pairs: list[str]) -> dict[str, str]:
+    """Every --set KEY=VALUE as a dict (the values are typed by the scenario schema later)."""
+    from tfolab.core.errors import UserError
 
-    delay_ms = session.parse_delay(args.delay)
-    settings = session.parse_set_options(args.set)
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set {pair!r} is not KEY=VALUE", "e.g. --set nodelay=true")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def prepare(args: argparse.Namespace) -> LabPlan:
+    """Every check of the input, before anything runs: UserError on the first problem."""
+    from tfolab.lab.catalog import find_lab
+    from tfolab.lab.delay import parse_delay
+    from tfolab.lab.plan import plan
+
+    delay_ms = parse_delay(args.delay)
+    settings = parse_set_options(args.set)
     lab = find_lab(args.lab, args.labs_dir)
     if args.pcap:
         from tfolab.lab.pcap import check_writable
 
         check_writable(args.pcap)  # before anything runs
-    planned = session.plan(lab, args.scenario, args.iterations, settings)
-    if args.command == "run":
-        session.check_run(planned, delay_ms, args.backend)
-    return lab, planned, delay_ms
+    return plan(lab, args.scenario, args.iterations, settings, delay_ms=delay_ms)

@@ -17,8 +17,8 @@ from tfolab.cli.common import labs_dir_argument, prepare, scenario_arguments
 from tfolab.runner.backends import BACKEND_CHOICES
 
 if TYPE_CHECKING:
-    from tfolab.lab.session import LabResult
-    from tfolab.runner.protocol import Event
+    from tfolab.lab.progress import Progress
+    from tfolab.lab.results import LabResult
 
 NAME = "run"
 HELP = "the real run, with the model's prediction beside it"
@@ -38,11 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from tfolab.lab import session
+    from tfolab.lab.plan import for_real
     from tfolab.view import report
+    from tfolab.view.run_summary import delay_words, miss_words, summarize
 
-    lab, planned, delay_ms = prepare(args)
+    lab_plan = prepare(args)
+    lab = lab_plan.lab
+    run_plan = for_real(lab_plan, args.backend)
     progress = None if args.json else _print_progress
-    result = asyncio.run(session.run(lab, planned, delay_ms, args.backend, progress))
+    result = asyncio.run(session.run(run_plan, progress))
     if args.pcap:
         _save_capture(args.pcap, result)
     if args.json:
@@ -50,7 +54,7 @@ def handle(args: argparse.Namespace) -> int:
     else:
         # The delay that ran (the runner's setup event), which the whole report uses.
         print(
-            f"\n{lab.title}: {report.delay_words(result.delay_ms)}, backend {result.backend}, "
+            f"\n{lab.title}: {delay_words(result.delay_ms)}, backend {result.backend}, "
             f"kernel {result.kernel_release}, setup {result.setup_ms:.0f} ms"
         )
         for note in result.notes:
@@ -64,24 +68,18 @@ def handle(args: argparse.Namespace) -> int:
             print(line)
         print()
         print(report.conclusion(result))
-    for name, miss in result.failures:
-        assert miss.measured_ms is not None
-        side = "above" if miss.measured_ms > miss.predicted_ms else "below"
+    summary = summarize(result)
+    for miss in summary.misses:
+        print(f"tfolab: {lab.name}/{miss.scenario} {miss_words(miss)}", file=sys.stderr)
+    if result.delay_ms != lab_plan.delay_ms:
         print(
-            f"tfolab: {lab.name}/{name} #{miss.i} measured {miss.measured_ms:.1f} ms, "
-            f"{miss.off_by_ms:.1f} ms {side} its band ({miss.predicted_ms:.1f} ± "
-            f"{miss.tolerance_ms:.1f} ms)",
+            f"tfolab: WARNING: {lab_plan.delay_ms:g} ms was asked but {result.delay_ms:g} ms "
+            f"ran (backend {result.backend}); the report uses what ran",
             file=sys.stderr,
         )
-    if result.delay_ms != delay_ms:
-        print(
-            f"tfolab: WARNING: {delay_ms:g} ms was asked but {result.delay_ms:g} ms ran "
-            f"(backend {result.backend}); the report uses what ran",
-            file=sys.stderr,
-        )
-    for name, sentence in result.packet_failures + result.counter_failures:
+    for name, sentence in summary.packet_failures + summary.counter_failures:
         print(f"tfolab: {lab.name}/{name}: {sentence}", file=sys.stderr)
-    return 1 if result.failures or result.packet_failures or result.counter_failures else 0
+    return 0 if summary.agrees else 1
 
 
 def _save_capture(path: str, result: LabResult) -> None:
@@ -95,9 +93,9 @@ def _save_capture(path: str, result: LabResult) -> None:
     print(f"tfolab: {written} captured packets written to {path}", file=sys.stderr)
 
 
-def _print_progress(event: Event) -> None:
-    from tfolab.view.report import progress_line
+def _print_progress(progress: Progress) -> None:
+    from tfolab.view.run_summary import progress_words
 
-    line = progress_line(event)
+    line = progress_words(progress)
     if line is not None:
         print(line, file=sys.stderr, flush=True)

@@ -24,12 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from tfolab.lab import session
+    from tfolab.lab.prediction import predict
     from tfolab.view import report
     from tfolab.view.ladder_text import render_ladder
 
-    lab, planned, delay_ms = prepare(args)
-    result = session.predict(lab, planned, delay_ms)
+    lab_plan = prepare(args)
+    lab = lab_plan.lab
+    result = predict(lab_plan)
     if args.pcap:
         from tfolab.lab import pcap
 

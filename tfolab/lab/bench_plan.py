@@ -17,7 +17,7 @@ from typing import Literal
 
 from tfolab.core import native
 from tfolab.core.errors import UserError
-from tfolab.lab.session import parse_delay
+from tfolab.lab.delay import parse_delay
 from tfolab.model.domain import MAX_HANDSHAKE_DELAY_MS
 from tfolab.runner.backends import likely_backend
 from tfolab.runner.nginx import INSTALL_FIX, find_nginx

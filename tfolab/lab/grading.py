@@ -24,7 +24,7 @@ from tfolab.lab.expression import Expression
 from tfolab.lab.quantities import Quantity
 
 if TYPE_CHECKING:  # a type only: grading stays importable without the model
-    from tfolab.lab.session import ScenarioResult
+    from tfolab.lab.results import ScenarioResult
 
 MIN_ALLOWANCE_MS = 1.0
 RELATIVE_ALLOWANCE = 0.10

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tfolab.model import AppCall, Segment, Simulation, Timer
+from tfolab.model.captured import CapturedRow
 from tfolab.model.events import Side
 from tfolab.model.late_ack import late_arrivals
 from tfolab.model.options import TcpOption, Timestamps, comparable, labels
-from tfolab.runner.protocol import CapturedRow
 
 # A row of a delayed-ACK race with a late outcome (model/late_ack.py): "early" is the
 # optional ACK before the FIN, "late" the ACK after it and "answer" what answers that.

@@ -53,8 +53,8 @@ from tfolab.lab.disagreements import (
 )
 from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts
 from tfolab.model import Simulation
+from tfolab.model.captured import CapturedRow
 from tfolab.model.simulation import other_app_order
-from tfolab.runner.protocol import CapturedRow
 
 
 @dataclass(frozen=True)

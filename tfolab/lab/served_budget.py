@@ -24,7 +24,7 @@ from tfolab.core.errors import UserError
 
 if TYPE_CHECKING:
     from tfolab.lab.bench_plan import BenchPlan
-    from tfolab.lab.session import LabResult
+    from tfolab.lab.results import LabResult
 
 RUN_BUDGET_S = 60.0
 BENCH_BUDGET_S = 120.0

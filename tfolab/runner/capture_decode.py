@@ -34,6 +34,7 @@ from pathlib import Path
 
 import dpkt
 
+from tfolab.model.captured import CapturedRow
 from tfolab.model.events import Side
 from tfolab.model.options import (
     FastOpen,
@@ -47,7 +48,6 @@ from tfolab.model.options import (
     WindowScale,
     fastopen_of,
 )
-from tfolab.runner.protocol import CapturedRow
 
 ETH_HEADER = 14
 ETHERTYPE_IPV4 = 0x0800

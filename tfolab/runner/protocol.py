@@ -19,9 +19,10 @@ import struct
 
 import msgspec
 
-from tfolab.model.events import Side
-from tfolab.model.options import TcpOption, labels
+from tfolab.model.captured import CapturedRow
 from tfolab.model.scenario import ScenarioConfig
+
+__all__ = ["CapturedRow"]  # the Captured event's rows: the model's wire vocabulary
 
 
 class JobScenario(msgspec.Struct, frozen=True):
@@ -116,30 +117,6 @@ class Iteration(msgspec.Struct, frozen=True, tag="iteration", tag_field="event")
     connect_ms: float
     syn_data_acked: bool
     start_ms: float = 0.0  # the iteration's first call, from the scenario's first measured call
-
-
-class CapturedRow(msgspec.Struct, frozen=True):
-    """One TCP segment the kernel put on lo, in the JSON contract's `captured` shape.
-
-    t_ms: arrival (after the delay), from the scenario's first measured call;
-    seq/ack relative per connection and direction, numbered as the model does.
-    """
-
-    t_ms: float
-    connection: int
-    sender: Side
-    flags: list[str]
-    seq: int
-    ack: int | None
-    length: int
-    options: list[TcpOption]  # typed as the model's (tfolab.model.options), in wire order
-    window: int  # the header's window field, as on the wire (unscaled)
-
-    def to_json(self) -> dict[str, object]:
-        """The JSON contract's `captured` row: options by their labels."""
-        data = msgspec.to_builtins(self)
-        data["options"] = labels(self.options)
-        return data  # type: ignore[no-any-return]
 
 
 class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):

@@ -35,7 +35,7 @@ from tfolab.lab.names import NAME_MAX, clean_name
 from tfolab.lab.results_dir import results_dir_from_env, save_result
 
 if TYPE_CHECKING:
-    from tfolab.lab.session import LabResult
+    from tfolab.lab.results import LabResult
 
 
 class SessionNameScreen(ModalScreen[str]):

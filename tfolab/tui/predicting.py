@@ -29,7 +29,7 @@ from tfolab.lab.grading import Grade, grade
 from tfolab.lab.quantities import Quantity, quantities_for
 
 if TYPE_CHECKING:
-    from tfolab.lab.session import LabResult
+    from tfolab.lab.results import LabResult
 
 Key = tuple[str, str, tuple[tuple[str, str], ...]]
 

@@ -31,11 +31,12 @@ from datetime import datetime
 
 from tfolab.lab.disagreements import Disagreement
 from tfolab.lab.packet_rows import Row, model_starts, segment_words
-from tfolab.lab.session import LabResult, ScenarioResult
+from tfolab.lab.results import LabResult, ScenarioResult
+from tfolab.model.captured import CapturedRow
 from tfolab.model.events import CookieInfo, Event
 from tfolab.model.options import fastopen_of
-from tfolab.runner.protocol import CapturedRow
 from tfolab.view.kernel_segment import KernelSegment
+from tfolab.view.run_summary import NOT_RUN, Capture, CaptureStatus, capture_status
 
 VIEWS = ("model", "captured", "both")
 CAPTURED_ROLE = "captured"
@@ -84,7 +85,7 @@ class LadderContent:
     issues: dict[int, Disagreement] = field(default_factory=dict)  # index -> its disagreement
     captured: dict[int, CapturedStep] = field(default_factory=dict)  # index -> capture facts
     model_at: dict[int, int] = field(default_factory=dict)  # model event index -> index here
-    absent: str = ""  # why there is no capture to draw ("" when there is one)
+    capture: CaptureStatus = NOT_RUN  # where the packets stand
     unplaced: tuple[Disagreement, ...] = ()  # disagreements on no drawn segment
 
     @property
@@ -92,48 +93,13 @@ class LadderContent:
         """index -> the sentence of its disagreement."""
         return {i: d.sentence() for i, d in self.issues.items()}
 
-    @property
-    def empty_text(self) -> str:
-        """What the ladder says instead of arrows, when it has none."""
-        if self.events:
-            return ""
-        if self.absent:
-            return f"Nothing to draw: {self.absent}."
-        return "No events: the scenario did nothing."
 
-
-# --------------------------------------------------------------- why no capture
-
-
-def capture_absent(result: LabResult | None) -> str:
-    """Why `result` has no captured packets to show or save ("" when it has)."""
-    if result is None or not result.measured:
-        return "no real run of these settings yet (press r to run it and capture its packets)"
-    if result.capture_off:
-        return f"packets were not captured: {result.capture_off}"
-    if not result.scenarios or result.scenarios[0].captured is None:
-        return "the run sent back no capture for this scenario"
-    if not result.scenarios[0].captured:
-        return "the capture is empty: no TCP segment arrived on lo"
-    return ""
+# --------------------------------------------------------------- a pcap's name
 
 
 def pcap_file_name(lab: str, scenario: str, when: datetime) -> str:
     """tfolab-<lab>-<scenario>-<YYYYmmdd-HHMMSS>.pcap"""
     return f"tfolab-{lab}-{scenario}-{when:%Y%m%d-%H%M%S}.pcap"
-
-
-def packets_summary(result: LabResult) -> str:
-    """One line on the capture, for the banner after a run."""
-    absent = capture_absent(result)
-    if absent:
-        return absent[0].upper() + absent[1:]
-    disagreements = sum(len(s.packet_diff) for s in result.scenarios)
-    count = sum(len(s.captured or ()) for s in result.scenarios)
-    if disagreements:
-        plural = "s" if disagreements != 1 else ""
-        return f"packets: {disagreements} disagreement{plural} with the model (c shows them)"
-    return f"packets: all {count} as the model predicted (c shows them)"
 
 
 # --------------------------------------------------------------- the comparison
@@ -243,8 +209,9 @@ def ladder_content(result: LabResult, view: str) -> LadderContent:
     events = tuple(scenario.simulation.events)
     path = critical_path(scenario)
     markers = measured_markers(scenario)
-    absent = capture_absent(result)
-    comparison = None if absent else compare(scenario, result.delay_ms)
+    capture = capture_status(result)
+    captured_any = capture.state is Capture.CAPTURED
+    comparison = compare(scenario, result.delay_ms) if captured_any else None
     every = tuple(d for s in result.scenarios for d in s.disagreements)
     if view == "model" or comparison is None:
         issues = dict(comparison.model_issues) if comparison else {}
@@ -261,7 +228,7 @@ def ladder_content(result: LabResult, view: str) -> LadderContent:
             path=frozenset(path) if drawn else frozenset(),
             markers=markers if drawn else {},
             issues=issues if drawn else {},
-            absent=absent,
+            capture=capture,
             unplaced=_unplaced(every, issues.values()) if drawn else every,
         )
     if view == "captured":
@@ -274,9 +241,10 @@ def ladder_content(result: LabResult, view: str) -> LadderContent:
             path=frozenset(k for k, s in captured.items() if s.model_index in path),
             issues=issues,
             captured=captured,
+            capture=capture,
             unplaced=_unplaced(every, issues.values()),
         )
-    return _both(scenario, comparison, path, markers, every)
+    return _both(scenario, comparison, path, markers, every, capture)
 
 
 def _both(
@@ -285,6 +253,7 @@ def _both(
     path: set[int],
     markers: dict[int, str],
     every: tuple[Disagreement, ...],
+    capture: CaptureStatus,
 ) -> LadderContent:
     """The model's events and the captured segments merged in time order."""
     model = list(scenario.simulation.events)
@@ -319,6 +288,7 @@ def _both(
         issues=issues,
         captured=captured,
         model_at=at_model,
+        capture=capture,
         unplaced=_unplaced(every, issues.values()),
     )
 

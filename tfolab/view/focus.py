@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from tfolab.lab.session import ScenarioResult
+from tfolab.lab.results import ScenarioResult
 from tfolab.model.events import Event, Note, Segment
 from tfolab.view.captured import LadderContent
 

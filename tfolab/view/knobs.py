@@ -6,7 +6,7 @@ Rules:
   its name: a write-write-read lab gets the Nagle and delayed-ACK switches, a
   lab that uses Fast Open anywhere gets the TFO knobs. Adding a lab is adding
   files under labs/, not code here.
-- A knob turns a widget value into the `--set` string session.plan expects,
+- A knob turns a widget value into the `--set` string lab.plan.plan expects,
   and only where it differs from the scenario's own value.
 """
 

@@ -1,6 +1,8 @@
 """Text reports for the command line: the lab list, the results table, the conclusion.
 
-Rules: pure functions from results to strings; no printing, no I/O.
+Rules: pure functions from results to strings; no printing, no I/O. A run's
+verdict, misses, capture status and progress are worded once, in
+view/run_summary.py; this module lays them out as the CLI's text.
 """
 
 from __future__ import annotations
@@ -8,17 +10,15 @@ from __future__ import annotations
 import statistics
 
 from tfolab.lab.catalog import BrokenLab, Lab
-from tfolab.lab.session import LabResult, ScenarioResult
+from tfolab.lab.results import LabResult, ScenarioResult
 from tfolab.model import IterationPrediction
-from tfolab.model.simulation import PREDICTED_COUNTERS
-from tfolab.runner.protocol import (
-    Event,
-    Iteration,
-    Note,
-    ScenarioStarted,
-    Setup,
-    SlotTaken,
-    SlotWait,
+from tfolab.view.run_summary import (
+    Capture,
+    capture_status,
+    counter_rows,
+    delay_words,
+    summarize,
+    verdict_words,
 )
 
 
@@ -38,12 +38,6 @@ def lab_list(labs: list[Lab], broken: tuple[BrokenLab, ...] | list[BrokenLab] = 
     lines.append("Model only: tfolab simulate LAB [--scenario NAME | --ladder] [--delay MS]")
     lines.append("Real run:   tfolab run LAB [--scenario NAME] [--delay MS]")
     return "\n".join(lines)
-
-
-def delay_words(delay_ms: float) -> str:
-    if delay_ms == 0:
-        return "one-way delay D = 0 ms (RTT 0, loopback)"
-    return f"one-way delay D = {delay_ms:g} ms (RTT = {2 * delay_ms:g} ms)"
 
 
 def simulation_summary(lab: Lab, result: LabResult) -> str:
@@ -174,8 +168,9 @@ def packets_cell(scenario: ScenarioResult) -> str:
 
 def packet_lines(result: LabResult) -> list[str]:
     """The packet disagreements, one sentence each, or why there are none to show."""
-    if result.measured and result.capture_off:
-        return [f"Packets not captured: {result.capture_off}. Only the timings were compared."]
+    status = capture_status(result)
+    if status.state is Capture.OFF:
+        return [f"Packets not captured: {status.why}. Only the timings were compared."]
     lines = []
     for name, sentence in result.packet_failures:
         lines.append(f"  {name}: {sentence}")
@@ -192,14 +187,11 @@ def counters_text(result: LabResult) -> str:
     """The counters that moved, each beside the model's figure; then any disagreement."""
     lines = ["TcpExt counters (deltas inside the lab namespace; the model's in brackets):"]
     for scenario in result.scenarios:
-        predicted = scenario.simulation.counters
-        names = sorted({k for k, v in scenario.counters.items() if v} | set(predicted))
         text = (
             ", ".join(
-                f"{name} +{scenario.counters.get(name, 0)} (model +{predicted.get(name, 0)})"
-                if name in PREDICTED_COUNTERS
-                else f"{name} +{scenario.counters.get(name, 0)}"
-                for name in names
+                f"{row.name} +{row.measured}"
+                + (f" (model +{row.predicted})" if row.predicted is not None else "")
+                for row in counter_rows(scenario)
             )
             or "none moved (model: none)"
         )
@@ -228,28 +220,8 @@ def app_words(scenario: ScenarioResult) -> str:
 
 
 def conclusion(result: LabResult) -> str:
-    measured = [m for s in result.scenarios for m in s.measurements if m.measured_ms is not None]
-    failures = result.failures
-    if not failures and result.packet_failures:
-        first = (
-            f"All {len(measured)} measurements fell inside their predicted bands, but "
-            f"{len(result.packet_failures)} packet(s) differ from the model's ladder (above)."
-        )
-    elif not failures:
-        first = (
-            f"All {len(measured)} measurements fell inside their predicted bands: "
-            f"the kernel agrees with the model ({result.backend}, {delay_words(result.delay_ms)})."
-        )
-    else:
-        name, worst = max(failures, key=lambda f: f[1].off_by_ms)
-        assert worst.measured_ms is not None
-        side = "above" if worst.measured_ms > worst.predicted_ms else "below"
-        first = (
-            f"{len(failures)} of {len(measured)} measurements fell outside their bands; "
-            f"worst: {name} #{worst.i} measured {worst.measured_ms:.1f} ms, "
-            f"{worst.off_by_ms:.1f} ms {side} its band."
-        )
-    return first + "\n" + round_trips_line(result)
+    """The run's verdict, then its round trips."""
+    return verdict_words(summarize(result)) + "\n" + round_trips_line(result)
 
 
 def round_trips_line(result: LabResult) -> str:
@@ -279,36 +251,3 @@ def round_trips_line(result: LabResult) -> str:
             + "."
         )
     return "With no added delay, what remains is timers and the host: " + "; ".join(parts) + "."
-
-
-def progress_line(event: Event) -> str | None:
-    """One stderr line of a run in progress, or None for events not shown."""
-    match event:
-        case Setup():
-            line = (
-                f"lab network ready in {event.setup_ms} ms: backend {event.backend}, "
-                f"namespace via {event.namespace}"
-            )
-            if event.backend == "none":
-                line += "  ** NO DELAY EMULATION: plain loopback **"
-            return line
-        case SlotWait():
-            return slot_wait_words(event.ahead)
-        case SlotTaken():
-            if event.waited_ms <= 0:
-                return None
-            return f"measurement slot taken after {event.waited_ms / 1000:.1f} s in line"
-        case ScenarioStarted():
-            return f"running {event.name} ..."
-        case Iteration():
-            return f"  {event.scenario} #{event.i}: {event.measured_ms:.1f} ms"
-        case Note():
-            return f"  {event.text}"
-    return None
-
-
-def slot_wait_words(ahead: int) -> str:
-    """'waiting for a measurement slot: 3 ahead' (the CLI's stderr and the UI say the same)."""
-    if ahead <= 0:
-        return "waiting for a measurement slot: next in line"
-    return f"waiting for a measurement slot: {ahead} ahead"

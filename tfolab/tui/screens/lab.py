@@ -3,12 +3,15 @@
 Rules:
 - State lives in reactives (`step`, `playing`, `speed`, `result`), and the
   widgets follow them in `watch_` methods; handlers only change state.
-- Every parameter change re-simulates at once (session.plan + session.predict);
-  invalid parameters never get this far (the panel shows the error inline).
+- Every parameter change plans and re-simulates at once (lab.plan.plan,
+  lab.prediction.predict); invalid parameters never get this far (the panel
+  shows the error inline). The plan is kept (`lab_plan`): a real run of the
+  same parameters runs that plan, never plans again.
 - A real run is a Textual worker that awaits session.run in the app's event
-  loop; the runner's events come back as RunProgress messages. A UserError
-  becomes the banner (reason and fix), never a crash. No socket or subprocess
-  code here: tfolab.lab.session owns all of that.
+  loop; its lab-level progress (tfolab.lab.progress) comes back as RunProgress
+  messages. A UserError becomes the banner (reason and fix), never a crash. No
+  socket or subprocess code here, and nothing of the runner: tfolab.lab owns
+  all of that.
 - The ladder shows one of three views (`ladder_view`: model, captured, both;
   `c` cycles them). What each draws comes from tfolab.view.captured; the
   steps are the drawn events in time order, so stepping and play work the same
@@ -50,9 +53,11 @@ from textual.widgets import Footer, Header, Static
 from tfolab.core.errors import UserError
 from tfolab.lab import pcap, session
 from tfolab.lab.catalog import Lab
-from tfolab.lab.session import LabResult
+from tfolab.lab.plan import LabPlan, for_real, plan
+from tfolab.lab.prediction import predict
+from tfolab.lab.progress import Progress
+from tfolab.lab.results import LabResult
 from tfolab.model.events import Event as ModelEvent
-from tfolab.runner.protocol import Event
 from tfolab.tui.context import tfolab_app
 from tfolab.tui.screens.jump import JumpScreen
 from tfolab.tui.widgets.ladder import LadderView
@@ -60,16 +65,15 @@ from tfolab.tui.widgets.params import LabParams, ParamsPanel
 from tfolab.tui.widgets.predict import GradePanel, PredictForm, intro_text
 from tfolab.tui.widgets.results import ResultsPanel
 from tfolab.tui.widgets.step_panel import StepPanel
-from tfolab.view.captured import (
-    VIEWS,
-    LadderContent,
-    capture_absent,
-    ladder_content,
-    packets_summary,
-    pcap_file_name,
-    same_moment,
-)
+from tfolab.view.captured import VIEWS, LadderContent, ladder_content, pcap_file_name, same_moment
 from tfolab.view.focus import headline_only, iteration_starts
+from tfolab.view.run_summary import (
+    Capture,
+    band_words,
+    capture_status,
+    capture_words,
+    summarize,
+)
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0)  # steps per second while playing
 DEFAULT_DELAY_MS = 10.0
@@ -106,11 +110,11 @@ class LabScreen(Screen[None]):
     headline: reactive[bool] = reactive(False, init=False)
 
     class RunProgress(Message):
-        """One runner event, from the real-run worker."""
+        """One step of a real run in progress, from the real-run worker."""
 
-        def __init__(self, event: Event) -> None:
+        def __init__(self, progress: Progress) -> None:
             super().__init__()
-            self.event = event
+            self.progress = progress
 
     def __init__(self, lab: Lab, scenario: str | None = None, delay_ms: float = DEFAULT_DELAY_MS):
         super().__init__()
@@ -122,7 +126,8 @@ class LabScreen(Screen[None]):
         )
         self._play_timer: Timer | None = None
         self._progress_timer: Timer | None = None
-        self._pending_progress: list[Event] = []
+        self._pending_progress: list[Progress] = []
+        self.lab_plan: LabPlan | None = None  # the plan of the current parameters
         self.content = LadderContent("model", "Ladder")
         self.last_run: LabResult | None = None
         self._side_chosen = False  # s was pressed: the side panel stays as the user left it
@@ -172,11 +177,15 @@ class LabScreen(Screen[None]):
         """Re-run the model for the current parameters (fast: no I/O)."""
         p = self.params
         try:
-            planned = session.plan(self.lab, p.scenario, p.iterations, p.settings)
-            result = session.predict(self.lab, planned, p.one_way_delay_ms, hz=tfolab_app(self).hz)
+            lab_plan = plan(
+                self.lab, p.scenario, p.iterations, p.settings, delay_ms=p.one_way_delay_ms
+            )
+            result = predict(lab_plan, hz=tfolab_app(self).hz)
         except UserError as err:
+            self.lab_plan = None
             self._banner(f"Cannot simulate: {err.reason}. {err.fix}", "error")
             return
+        self.lab_plan = lab_plan
         self.result = result
 
     def watch_result(self, result: LabResult | None) -> None:
@@ -355,10 +364,15 @@ class LabScreen(Screen[None]):
                 "off",
             )
             return
-        absent = capture_absent(run)
+        status = capture_status(run)
         frames = [frame for scenario in run.scenarios for frame in scenario.frames]
-        if absent or not frames:
-            self._banner(f"No pcap to save: {absent or 'the last run sent back no frames'}.", "off")
+        if status.state is not Capture.CAPTURED or not frames:
+            why = (
+                capture_words(status)
+                if status.state is not Capture.CAPTURED
+                else "the last run sent back no frames"
+            )
+            self._banner(f"No pcap to save: {why}.", "off")
             return
         scenario = run.scenarios[0].planned.name
         name = pcap_file_name(run.lab, scenario, datetime.now())
@@ -432,24 +446,21 @@ class LabScreen(Screen[None]):
         if self.running:
             self.notify("A run is already going.")
             return
+        if self.lab_plan is None:
+            self._banner("Nothing to run: these parameters do not simulate.", "error")
+            return
         self.running = True
         self.playing = False
         p = self.params
         self.query_one(ResultsPanel).start(p.scenario, p.one_way_delay_ms, p.iterations)
         self._banner(f"Running {p.scenario} for real at {p.one_way_delay_ms:g} ms…", "busy")
-        self.real_run(p)
+        self.real_run(p, self.lab_plan)
 
     @work(exclusive=True, group="real-run")
-    async def real_run(self, params: LabParams) -> None:
+    async def real_run(self, params: LabParams, lab_plan: LabPlan) -> None:
         try:
-            planned = session.plan(self.lab, params.scenario, params.iterations, params.settings)
-            result = await session.run(
-                self.lab,
-                planned,
-                params.one_way_delay_ms,
-                tfolab_app(self).backend,
-                on_event=self._post_progress,
-            )
+            run_plan = for_real(lab_plan, tfolab_app(self).backend)
+            result = await session.run(run_plan, self._post_progress)
         except UserError as err:
             self.running = False
             self._flush_progress()
@@ -484,8 +495,13 @@ class LabScreen(Screen[None]):
         """A measured result: the results panel, and the banner's verdict on it."""
         self.last_run = result
         self.query_one(ResultsPanel).show_result(result)
-        packets = packets_summary(result)
-        packets_ok = not capture_absent(result) and not result.packet_failures
+        summary = summarize(result)
+        packets = capture_words(summary.capture)
+        if summary.capture.state is Capture.CAPTURED:
+            packets += " (c shows them)"
+        else:
+            packets = packets[0].upper() + packets[1:]
+        packets_ok = summary.capture.state is Capture.CAPTURED and not summary.packet_failures
         if result.backend == "none":
             self._banner(
                 "Measured WITHOUT delay emulation (backend none): times show the "
@@ -493,28 +509,22 @@ class LabScreen(Screen[None]):
                 "warning",
             )
         else:
-            failures = len(result.failures)
-            verdict = (
-                "all in the predicted band"
-                if not failures
-                else (f"{failures} outside the predicted band")
-            )
             notes = f" · {'; '.join(result.notes)}" if result.notes else ""
             self._banner(
-                f"Measured on Linux {result.kernel_release} via {result.backend}: {verdict}"
-                f" · {packets}{notes}",
-                "ok" if not failures and packets_ok else "warning",
+                f"Measured on Linux {result.kernel_release} via {result.backend}: "
+                f"{band_words(summary)} · {packets}{notes}",
+                "ok" if not summary.misses and packets_ok else "warning",
             )
 
-    def _post_progress(self, event: Event) -> None:
-        self.post_message(self.RunProgress(event))
+    def _post_progress(self, progress: Progress) -> None:
+        self.post_message(self.RunProgress(progress))
 
     @on(RunProgress)
     def _run_progress(self, message: RunProgress) -> None:
         # A repaint costs CPU that, on a small machine, shows up in the very
         # measurement it reports (the delayer and the sockets share the cores):
         # progress is drawn at most once every PROGRESS_EVERY_S while a run goes.
-        self._pending_progress.append(message.event)
+        self._pending_progress.append(message.progress)
         if self._progress_timer is None:
             self._progress_timer = self.set_timer(PROGRESS_EVERY_S, self._flush_progress)
 
@@ -523,6 +533,6 @@ class LabScreen(Screen[None]):
             self._progress_timer.stop()
             self._progress_timer = None
         panel = self.query_one(ResultsPanel)
-        for event in self._pending_progress:
-            panel.progress(event)
+        for progress in self._pending_progress:
+            panel.progress(progress)
         self._pending_progress.clear()

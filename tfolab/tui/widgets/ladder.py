@@ -33,6 +33,7 @@ from textual.strip import Strip
 
 from tfolab.view.captured import CAPTURED_ROLE, LadderContent
 from tfolab.view.ladder_layout import NO_OWNER, LadderLayout, layout
+from tfolab.view.run_summary import Capture, capture_words
 
 ROLES = (
     "axis",
@@ -48,6 +49,18 @@ ROLES = (
     CAPTURED_ROLE,
 )
 ARROWS = ("client", "server", CAPTURED_ROLE)
+
+
+def empty_text(content: LadderContent) -> str:
+    """What the ladder says instead of arrows, when a view has none (with the UI's key)."""
+    if content.capture.state is Capture.NOT_RUN:
+        return (
+            "Nothing to draw: no real run of these settings yet (press r to run it and "
+            "capture its packets)."
+        )
+    if content.capture.state is not Capture.CAPTURED:
+        return f"Nothing to draw: {capture_words(content.capture)}."
+    return "No events: the scenario did nothing."
 
 
 class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
@@ -113,7 +126,7 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         self.border_title = content.title
         if not content.events:
             self._layout = None
-            self._message = textwrap.wrap(content.empty_text, max(width - 2, 20))
+            self._message = textwrap.wrap(empty_text(content), max(width - 2, 20))
             self.virtual_size = Size(width, len(self._message) + 1)
             self.border_subtitle = ""
             self.refresh()

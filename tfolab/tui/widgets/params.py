@@ -4,7 +4,7 @@ Rules:
 - The panel validates its own inputs and shows problems inline, under the
   field (never a crash, never a notification that vanishes); only a complete,
   valid set of parameters leaves it, as a ParamsPanel.Changed message.
-- Parsing is tfolab.lab.session's (parse_delay, the iteration range), so the UI accepts
+- Parsing is tfolab.lab's (delay.parse_delay, the iteration range), so the UI accepts
   exactly what the command line accepts.
 - The preset select under the delay fills the delay field (LAN, continental,
   transcontinental, satellite: tfolab.view.presets); typing a delay shows the
@@ -25,8 +25,8 @@ from textual.widgets import Checkbox, Input, Label, Select, Static
 from textual.widgets._select import NoSelection
 
 from tfolab.core.errors import UserError
-from tfolab.lab import session
 from tfolab.lab.catalog import Lab, LabScenario
+from tfolab.lab.delay import parse_delay
 from tfolab.model.scenario import MAX_ITERATIONS
 from tfolab.view.knobs import Knob, knobs_for, settings_for
 from tfolab.view.presets import PRESETS, preset_for
@@ -104,7 +104,7 @@ class ParamsPanel(VerticalScroll):
 
     def _preset_value(self) -> str | NoSelection:
         try:
-            preset = preset_for(session.parse_delay(self._delay_text))
+            preset = preset_for(parse_delay(self._delay_text))
         except UserError:
             return Select.NULL
         return preset.name if preset else Select.NULL
@@ -134,7 +134,7 @@ class ParamsPanel(VerticalScroll):
         delay: float | None = None
         delay_problem = ""
         try:
-            delay = session.parse_delay(delay_input.value)
+            delay = parse_delay(delay_input.value)
         except UserError as err:
             delay_problem = f"{err.reason}: {err.fix.removeprefix('give ')}"
         _show_problem(delay_input, delay_error, delay_problem)

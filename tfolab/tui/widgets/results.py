@@ -1,8 +1,9 @@
 """The real run's panel: progress, measured beside predicted, bars, counters.
 
 Rules:
-- It only displays: the screen's worker feeds it runner events (progress)
-  and the final LabResult; it never starts or stops a run.
+- It only displays: the screen's worker feeds it the run's progress
+  (tfolab.lab.progress) and the final LabResult; it never starts or stops a
+  run. Its words are tfolab.view.run_summary's, styled.
 - Every iteration gets a row: predicted ± tolerance, measured, verdict; the
   bars share one scale so the eye compares them; counters show the measured
   TcpExt delta beside the model's predicted one.
@@ -17,10 +18,18 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
-from tfolab.lab.session import LabResult, Measurement
-from tfolab.runner.protocol import Counters, Event, Iteration, Setup, SlotTaken, SlotWait
-from tfolab.view.captured import capture_absent
-from tfolab.view.report import slot_wait_words
+from tfolab.lab.progress import InLine, IterationMeasured, LabReady, Measuring, Progress
+from tfolab.lab.results import LabResult, Measurement
+from tfolab.view.run_summary import (
+    Capture,
+    CounterRow,
+    band_words,
+    capture_status,
+    capture_words,
+    counter_rows,
+    progress_words,
+    summarize,
+)
 
 BAR_WIDTH = 14
 
@@ -53,25 +62,27 @@ def bars(measurements: list[Measurement], width: int = BAR_WIDTH) -> Text:
     return text
 
 
-def counters_text(measured: dict[str, int], predicted: dict[str, int]) -> Text:
-    text = Text()
-    names = sorted(set(measured) | {k for k, v in predicted.items() if v})
-    shown = [n for n in names if measured.get(n) or predicted.get(n)]
+def counters_text(rows: tuple[CounterRow, ...]) -> Text:
+    """The counters that moved or that the model predicts to move, measured beside the
+    model's figure (run_summary.counter_rows), for the side panel's narrow column."""
+    shown = [row for row in rows if row.measured or row.predicted]
     if not shown:
         return Text("no TcpExt counter moved", style="dim")
-    for name in shown:
-        got, want = measured.get(name, 0), predicted.get(name, 0)
-        text.append(f"{name.removeprefix('TCP')[:17]:<17} ", style="bold")
-        text.append(f"{got:>3}", style="green" if got == want else "yellow")
-        text.append(f" (model {want})\n", style="dim")
+    text = Text()
+    for row in shown:
+        text.append(f"{row.name.removeprefix('TCP')[:17]:<17} ", style="bold")
+        text.append(f"{row.measured:>3}", style="green" if row.agrees else "yellow")
+        model = "-" if row.predicted is None else row.predicted
+        text.append(f" (model {model})\n", style="dim")
     return text
 
 
 def packets_text(result: LabResult) -> Text:
     """The capture against the model: its disagreements, or why there is no capture."""
-    absent = capture_absent(result)
-    if absent:
-        return Text(f"✗ {absent[0].upper()}{absent[1:]}.", style="yellow")
+    status = capture_status(result)
+    if status.state is not Capture.CAPTURED:
+        words = capture_words(status)
+        return Text(f"✗ {words[0].upper()}{words[1:]}.", style="yellow")
     scenario = result.scenarios[0]
     count = len(scenario.captured or ())
     if not scenario.packet_diff:
@@ -124,30 +135,24 @@ class ResultsPanel(Vertical):
         self.query_one("#packets", Static).update("")
         self.query_one("#counters", Static).update("")
 
-    def progress(self, event: Event) -> None:
+    def progress(self, progress: Progress) -> None:
         status = self.query_one("#run-status", Static)
         bar = self.query_one("#run-progress", ProgressBar)
-        if isinstance(event, SlotWait):
+        words = progress_words(progress)
+        if isinstance(progress, InLine):
             # The bar shows the line moving: from where this run joined it to its turn.
             if self._line_total is None:
-                self._line_total = event.ahead + 1
+                self._line_total = progress.ahead + 1
                 self._steps = bar.total or 1
                 bar.update(total=self._line_total, progress=0)
-            status.update(slot_wait_words(event.ahead))
-            bar.update(progress=self._line_total - 1 - event.ahead)
-        elif isinstance(event, SlotTaken):
-            if self._line_total is not None:
-                bar.update(total=self._steps, progress=1)
-                self._line_total = None
-            status.update(f"measuring (slot taken after {event.waited_ms / 1000:.1f} s in line)")
-        elif isinstance(event, Setup):
-            status.update(f"namespace ready in {event.setup_ms} ms ({event.backend})")
+            bar.update(progress=self._line_total - 1 - progress.ahead)
+        elif isinstance(progress, Measuring) and self._line_total is not None:
+            bar.update(total=self._steps, progress=1)
+            self._line_total = None
+        elif isinstance(progress, LabReady | IterationMeasured):
             bar.advance(1)
-        elif isinstance(event, Iteration):
-            status.update(f"iteration {event.i}: {event.measured_ms} ms")
-            bar.advance(1)
-        elif isinstance(event, Counters):
-            status.update("reading counters…")
+        if words is not None:
+            status.update(words)
 
     def show_result(self, result: LabResult) -> None:
         self.display = True
@@ -159,17 +164,15 @@ class ResultsPanel(Vertical):
             table.add_row(
                 str(m.i), f"{m.predicted_ms:.1f}±{m.tolerance_ms:g}", measured, verdict(m)
             )
-        failures = sum(1 for m in scenario.measurements if m.ok is False)
-        summary = f"{scenario.planned.name} at {result.delay_ms:g} ms via {result.backend}: " + (
-            "all in band" if not failures else f"{failures} outside the band"
+        summary = summarize(result)
+        self.query_one("#run-status", Static).update(
+            f"{scenario.planned.name} at {result.delay_ms:g} ms via {result.backend}: "
+            f"{band_words(summary)}"
         )
-        self.query_one("#run-status", Static).update(summary)
         self.query_one("#run-progress", ProgressBar).display = False
         self.query_one("#bars", Static).update(bars(scenario.measurements))
         self.query_one("#packets", Static).update(packets_text(result))
-        self.query_one("#counters", Static).update(
-            counters_text(scenario.counters, dict(scenario.simulation.counters))
-        )
+        self.query_one("#counters", Static).update(counters_text(counter_rows(scenario)))
         self.scroll_visible(animate=False)
 
     def show_failure(self, reason: str) -> None:

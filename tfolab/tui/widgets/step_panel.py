@@ -22,6 +22,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tfolab.model.events import Event, Segment
+from tfolab.tui.widgets.ladder import empty_text
 from tfolab.view.captured import CapturedStep, LadderContent, captured_words
 from tfolab.view.steps import headline, when, who
 
@@ -113,7 +114,7 @@ def _captured_verdict(content: LadderContent, step: CapturedStep) -> Text:
 def describe(content: LadderContent, index: int, status: str = "") -> Text:
     """The panel's text for step `index` of a ladder view."""
     if not content.events:
-        return Text(content.empty_text, style="bold")
+        return Text(empty_text(content), style="bold")
     index = min(max(index, 0), len(content.events) - 1)
     step = content.captured.get(index)
     if step is not None:

@@ -1,0 +1,177 @@
+"""What a lab run or a simulation gives: each measurement beside its prediction, typed.
+
+Rules:
+- A LabResult holds one ScenarioResult per planned scenario: the model's
+  simulation, one Measurement per iteration (its band from the model, its
+  measured time once the runner reports it), and, after a real run, the
+  counters, the application's counts and the capture with its comparison
+  (tfolab.lab.packets.PacketComparison).
+- Nothing here words a verdict (tfolab.view.run_summary does) or runs
+  anything; `to_json()` gives the JSON contract of DESIGN.md, "Contracts".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfolab.core import kernel
+from tfolab.lab import packets
+from tfolab.lab.disagreements import Disagreement
+from tfolab.lab.packet_rows import model_rows
+from tfolab.lab.plan import PlannedScenario
+from tfolab.model import Simulation
+from tfolab.model.captured import CapturedRow
+
+
+@dataclass
+class Measurement:
+    i: int
+    measured_ms: float | None
+    predicted_ms: float
+    tolerance_ms: float
+    connect_ms: float | None = None  # connect()/sendto() return, measured (rr scenarios)
+    start_ms: float | None = None  # when it started, on the captured segments' clock
+
+    @property
+    def ok(self) -> bool | None:
+        if self.measured_ms is None:
+            return None
+        return abs(self.measured_ms - self.predicted_ms) <= self.tolerance_ms
+
+    @property
+    def off_by_ms(self) -> float:
+        """How far outside the band (0 inside it)."""
+        if self.measured_ms is None:
+            return 0.0
+        return max(0.0, abs(self.measured_ms - self.predicted_ms) - self.tolerance_ms)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"i": self.i}
+        if self.measured_ms is not None:
+            data["measured_ms"] = round(self.measured_ms, 3)
+        data["predicted_ms"] = round(self.predicted_ms, 3)
+        data["tolerance_ms"] = round(self.tolerance_ms, 3)
+        if self.measured_ms is not None:
+            data["ok"] = self.ok
+        if self.connect_ms is not None:
+            data["connect_ms"] = round(self.connect_ms, 3)
+        return data
+
+
+@dataclass
+class ScenarioResult:
+    planned: PlannedScenario
+    simulation: Simulation
+    measurements: list[Measurement]
+    counters: dict[str, int] = field(default_factory=dict)
+    # What the kernel put on lo (None: not captured), its frames for pcap, and how it
+    # compares with the model (tfolab.lab.packets; None until compared).
+    captured: list[CapturedRow] | None = None
+    frames: list[tuple[int, bytes]] = field(default_factory=list)
+    capture_lost: int = 0
+    comparison: packets.PacketComparison | None = None
+    # The predicted TcpExt counters the kernel moved otherwise (tfolab.lab.counters).
+    counter_diff: list[str] = field(default_factory=list)
+    # What the server application did in the measured part: "accepted", "requests".
+    app: dict[str, int] = field(default_factory=dict)
+
+    def compare_packets(self) -> None:
+        """The capture against the model (tfolab.lab.packets.compare); where the other order
+        of two applications woken at once fits the kernel better, that timeline is kept."""
+        if self.captured is None:
+            return
+        starts = {m.i: m.start_ms for m in self.measurements if m.start_ms is not None}
+        self.comparison = packets.compare(self.simulation, self.captured, starts, self.capture_lost)
+        self.simulation = self.comparison.simulation
+
+    @property
+    def disagreements(self) -> tuple[Disagreement, ...]:
+        return self.comparison.disagreements if self.comparison else ()
+
+    @property
+    def packet_diff(self) -> list[str]:
+        """One sentence per packet disagreement (empty: they agree, or nothing compared)."""
+        return self.comparison.sentences if self.comparison else []
+
+    @property
+    def races(self) -> tuple[int, int]:
+        """(races the model named, races the comparison used)."""
+        if self.comparison is None:
+            return (0, 0)
+        return self.comparison.races_named, self.comparison.races_used
+
+    @property
+    def packets_matching(self) -> tuple[int, int]:
+        """(segments that agree, segments that had to), for the table's packets column."""
+        if self.comparison is None:
+            total = sum(1 for row in model_rows(self.simulation) if not row.optional)
+            return total, total
+        return self.comparison.matching
+
+    def to_json(self, *, measured: bool) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.planned.name,
+            "iterations": [m.to_json() for m in self.measurements],
+        }
+        if measured:
+            data["counters"] = self.counters
+            data["counter_diff"] = list(self.counter_diff)
+            if self.app:
+                data["app"] = dict(self.app)
+        data["predicted_counters"] = dict(self.simulation.counters)
+        data["predicted_app"] = dict(self.simulation.app)
+        data["timeline"] = [event.to_json() for event in self.simulation.events]
+        if measured and self.captured is not None:
+            data["captured"] = [row.to_json() for row in self.captured]
+            data["packet_diff"] = self.packet_diff
+            data["packet_disagreements"] = [d.to_json() for d in self.disagreements]
+            data["races"] = {"named": self.races[0], "used": self.races[1]}
+        return data
+
+
+@dataclass
+class LabResult:
+    lab: str
+    delay_ms: float
+    backend: str
+    kernel_release: str  # e.g. "6.18.44"; "kernel" in the JSON contract
+    scenarios: list[ScenarioResult]
+    setup_ms: float | None = None
+    hz: int = kernel.DEFAULT_HZ
+    notes: list[str] = field(default_factory=list)
+    measured: bool = False
+    capture_off: str = ""  # why packets were not captured ("" when they were)
+    slot_wait_ms: float | None = None  # time in line for a measurement slot (tfolab.core.slots)
+    slots: int | None = None  # how many measurement slots the machine has
+
+    @property
+    def failures(self) -> list[tuple[str, Measurement]]:
+        return [
+            (s.planned.name, m) for s in self.scenarios for m in s.measurements if m.ok is False
+        ]
+
+    @property
+    def packet_failures(self) -> list[tuple[str, str]]:
+        return [(s.planned.name, sentence) for s in self.scenarios for sentence in s.packet_diff]
+
+    @property
+    def counter_failures(self) -> list[tuple[str, str]]:
+        return [(s.planned.name, sentence) for s in self.scenarios for sentence in s.counter_diff]
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"lab": self.lab, "delay_ms": self.delay_ms}
+        if self.measured:
+            data |= {
+                "backend": self.backend,
+                "kernel": self.kernel_release,
+                "setup_ms": self.setup_ms,
+            }
+            if self.slot_wait_ms is not None:
+                data["slot_wait_ms"] = self.slot_wait_ms
+                data["slots"] = self.slots
+            if self.capture_off:
+                data["capture"] = f"packets not captured: {self.capture_off}"
+        data["hz"] = self.hz
+        data["scenarios"] = [s.to_json(measured=self.measured) for s in self.scenarios]
+        return data
