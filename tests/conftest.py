@@ -6,7 +6,6 @@ skipped with the probe's reason elsewhere; they never silently pass.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -66,19 +65,18 @@ def root() -> None:
 
 @pytest.fixture(scope="session")
 def lab_machine() -> LabMachine:
-    probe = subprocess.run(
-        [sys.executable, "-m", "tfolab.runner.probe"], capture_output=True, text=True, timeout=60
-    )
+    from tfolab.runner.probe import ProbeFailed, run_probe
+
     try:
-        report = json.loads(probe.stdout)
-    except json.JSONDecodeError:
-        # The probe always prints JSON, even where namespaces are refused: no JSON is a bug.
-        pytest.fail(f"the namespace probe crashed: {probe.stderr.strip()[-300:]}")
-    if "namespace_error" in report:
-        require_or_skip("network namespaces", report["namespace_error"])
-    netem, nfqueue = report["netem"], report["nfqueue"]
-    why = f"netem: {netem[1]}; nfqueue: {nfqueue[1]}"
-    return LabMachine(report["namespace"], bool(netem[0]), bool(nfqueue[0]), why)
+        report = run_probe()
+    except ProbeFailed as err:
+        # The probe always reports, even where namespaces are refused: no report is a bug.
+        pytest.fail(f"the namespace probe crashed: {err}")
+    if report.namespace_error is not None:
+        require_or_skip("network namespaces", report.namespace_error)
+    netem, nfqueue = report.netem, report.nfqueue
+    why = f"netem: {netem.detail}; nfqueue: {nfqueue.detail}"
+    return LabMachine(report.namespace or "", netem.works, nfqueue.works, why)
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,9 @@ from textual.widgets import Static, Tree
 
 from tfolab import cli
 from tfolab.core.errors import UserError
-from tfolab.lab.catalog import BrokenLab, _TomlIndex, find_lab, load_lab_file, load_labs
+from tfolab.lab.catalog import BrokenLab, find_lab, load_lab_file, load_labs
 from tfolab.lab.environment import RealRunStatus
+from tfolab.lab.toml_lines import line_of
 from tfolab.tui.app import TfolabApp
 from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.screens.start import StartScreen
@@ -188,6 +189,51 @@ CASES = [
         "guide must be a file name in the lab file's folder",
         id="guide-dot-dot",
     ),
+    pytest.param(
+        numbered(
+            LAB.rstrip("\n"),
+            "[[scenario]]",
+            'name = "a"',
+            'summary = "predict = [3]"',
+            "predict = [",
+            '  "iteration 1",',
+            "  3,",
+            "]",
+        ),
+        7,
+        "predict must be a list of strings, got ['iteration 1', 3]",
+        id="an-item-of-a-multi-line-array-blames-its-key",
+    ),
+    pytest.param(
+        numbered('scenario = [{ name = "a" }, { name = "b", iterations = 0 }]', LAB.rstrip("\n")),
+        1,
+        "iterations must be a whole number from 1 to 200, got 0",
+        id="scenarios-as-an-inline-array",
+    ),
+    pytest.param(
+        numbered("scenario = [1, 2]", LAB.rstrip("\n")),
+        1,
+        "scenario must be [[scenario]] tables, got [1, 2]",
+        id="scenarios-that-are-not-tables",
+    ),
+    pytest.param(
+        numbered('"x` - at `$.lab" = 1', LAB.rstrip("\n"), "[[scenario]]", 'name = "a"'),
+        1,
+        "unknown table or key 'x` - at `$.lab'",
+        id="a-key-that-quotes-msgspecs-path-format",
+    ),
+    pytest.param(
+        numbered(LAB.rstrip("\n"), "[[scenario]]", 'name = "a"', "[[scenario]]", 'name = " "'),
+        7,
+        "missing or empty 'name'",
+        id="a-blank-scenario-name",
+    ),
+    pytest.param(
+        numbered("[lab]", "name = 5", "[[scenario]]", 'name = "a"'),
+        2,
+        "name must be a string, got 5",
+        id="lab-name-not-a-string",
+    ),
 ]
 
 
@@ -205,7 +251,7 @@ def test_the_message_names_the_exact_line(
     assert problem in message
 
 
-def test_the_index_reads_headers_and_keys_not_values() -> None:
+def test_lines_are_of_headers_and_keys_not_values() -> None:
     text = numbered(
         "# [x] and y = 1 in a comment",
         "[lab] # comment",
@@ -231,14 +277,14 @@ def test_the_index_reads_headers_and_keys_not_values() -> None:
         'nodelay = "\\"" # q',
         "warp = 9",
     )
-    tomllib.loads(text)  # valid TOML: the index only ever reads files that parsed
-    index = _TomlIndex(text)
-    assert index.lines == {
+    tomllib.loads(text)  # valid TOML: lines are only ever looked up in files that parsed
+    expected = {
         ("lab",): 2,
         ("lab", "name"): 3,
         ("lab", "title"): 4,
         ("lab", "summary"): 8,
         ("lab", "arr"): 9,
+        ("lab", "arr", 1, "a"): 9,
         ("scenario", 0): 14,
         ("scenario", 0, "name"): 15,
         ("scenario", 0, "x"): 16,
@@ -249,8 +295,10 @@ def test_the_index_reads_headers_and_keys_not_values() -> None:
         ("scenario", 1, "nodelay"): 22,
         ("scenario", 1, "warp"): 23,
     }
-    assert index.line_of("scenario", 1, "missing") == 18  # its table's header
-    assert index.line_of("defaults", "nodelay") is None  # that was inside a string
+    assert {path: line_of(text, path) for path in expected} == expected
+    assert line_of(text, ("scenario", 1, "missing")) == 18  # its table's header
+    assert line_of(text, ("defaults", "nodelay")) is None  # that was inside a string
+    assert line_of(text, ()) is None
 
 
 def test_a_file_that_is_not_utf8_is_broken_not_a_crash(tmp_path: Path) -> None:

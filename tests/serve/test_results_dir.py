@@ -17,6 +17,7 @@ from tfolab.lab.environment import REAL_RUNS_OFF_ENV, RealRunStatus, quick_check
 from tfolab.lab.plan import plan
 from tfolab.lab.prediction import predict
 from tfolab.lab.results_dir import RESULTS_DIR_ENV, save_result, slug
+from tfolab.runner import probe
 from tfolab.tui.app import TfolabApp
 from tfolab.tui.classroom import SessionNameScreen
 
@@ -44,17 +45,32 @@ def test_real_runs_off_as_serve_probed(monkeypatch) -> None:
 
     monkeypatch.delenv(REAL_RUNS_OFF_ENV, raising=False)
     monkeypatch.setattr(environment, "quick_check", lambda: RealRunStatus(True, "root"))
-    monkeypatch.setattr(serve_cli.subprocess, "run", namespace_probe)
+    monkeypatch.setattr(probe.subprocess, "run", namespace_probe)
     off = serve_cli.probe_real_runs()
     monkeypatch.undo()
-    assert off is not None
-    monkeypatch.setenv(REAL_RUNS_OFF_ENV, off)  # as serve does for its sessions
+    assert not off.possible
+    monkeypatch.setenv(REAL_RUNS_OFF_ENV, off.off_value())  # as serve does for its sessions
     status = quick_check()
     assert not status.possible
     assert status.banner() == (
         "Real runs off: user namespaces are refused (EPERM). The model and the ladders "
         "still work; allow unprivileged user namespaces for real runs (see `tfolab doctor`)."
     )
+
+
+def test_a_probe_that_reports_nothing_turns_real_runs_off(monkeypatch) -> None:
+    """A real process that prints no report (/bin/false) is a "no" with its fix, never a "yes";
+    and a reason holding the separator still reaches the session whole."""
+    monkeypatch.delenv(REAL_RUNS_OFF_ENV, raising=False)
+    monkeypatch.setattr(environment, "quick_check", lambda: RealRunStatus(True, "root"))
+    monkeypatch.setattr(probe.sys, "executable", "/bin/false")
+    off = serve_cli.probe_real_runs()
+    monkeypatch.undo()
+    assert off == RealRunStatus(
+        False, "the namespace probe failed (no report)", "run `tfolab doctor`"
+    )
+    monkeypatch.setenv(REAL_RUNS_OFF_ENV, RealRunStatus(False, "a|b", "c|d").off_value())
+    assert quick_check() == RealRunStatus(False, "a/b", "c|d")
 
 
 async def test_the_name_is_asked_once_and_runs_are_saved_with_it(tmp_path, monkeypatch) -> None:

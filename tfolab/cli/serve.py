@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
 import shlex
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -47,6 +45,7 @@ from tfolab.core.errors import UserError
 
 if TYPE_CHECKING:
     from tfolab.core.privileges import Account
+    from tfolab.lab.environment import RealRunStatus
 
 NAME = "serve"
 HELP = "the UI in a browser, one tfolab session per tab (textual-serve)"
@@ -183,26 +182,26 @@ def session_environment(home: Path, results: Path | None) -> dict[str, str]:
     return env
 
 
-def probe_real_runs() -> str | None:
-    """A real namespace probe as the sessions' user: None if real runs work, else 'reason|fix'."""
-    from tfolab.lab.environment import quick_check
+def probe_real_runs() -> RealRunStatus:
+    """Whether the sessions' user can run for real: the quick look, then a real namespace probe."""
+    from tfolab.lab.environment import RealRunStatus, quick_check
+    from tfolab.runner.probe import ProbeFailed, run_probe
 
     status = quick_check()
     if not status.possible:
-        return f"{status.reason}|{status.fix}"
-    probe = subprocess.run(
-        [sys.executable, "-m", "tfolab.runner.probe"], capture_output=True, text=True, timeout=60
-    )
+        return status
     try:
-        report = json.loads(probe.stdout)
-    except json.JSONDecodeError:
-        return f"the namespace probe failed ({probe.stderr.strip()[-200:]})|run `tfolab doctor`"
-    if "namespace_error" in report:
-        return (
-            f"{report['namespace_error']}|The model and the ladders still work; "
-            "allow unprivileged user namespaces for real runs (see `tfolab doctor`)."
+        report = run_probe()
+    except ProbeFailed as err:
+        return RealRunStatus(False, f"the namespace probe failed ({err})", "run `tfolab doctor`")
+    if report.namespace_error is not None:
+        return RealRunStatus(
+            False,
+            report.namespace_error,
+            "The model and the ladders still work; "
+            "allow unprivileged user namespaces for real runs (see `tfolab doctor`).",
         )
-    return None
+    return status
 
 
 def check_interpreter(account: Account | None) -> None:
@@ -272,12 +271,12 @@ def handle(args: argparse.Namespace) -> int:
             from tfolab.lab.catalog import LABS_DIR_ENV
 
             os.environ[LABS_DIR_ENV] = str(args.labs_dir)
-        off = probe_real_runs()
-        if off is not None:
-            os.environ[REAL_RUNS_OFF_ENV] = off
+        real_runs = probe_real_runs()
+        if not real_runs.possible:
+            os.environ[REAL_RUNS_OFF_ENV] = real_runs.off_value()
         os.chdir(home)
         sock.listen(128)  # unprivileged now; early browsers wait in the backlog until served
-        _announce(sock, args.host, token, account, results, off)
+        _announce(sock, args.host, token, account, results, real_runs)
         command = shlex.join([sys.executable, "-m", "tfolab"])
         ClassroomServer(command, sock, token, "tfolab", hosts, limits).serve()
     finally:
@@ -293,12 +292,12 @@ def _announce(
     token: str,
     account: Account | None,
     results: Path | None,
-    off: str | None,
+    real_runs: RealRunStatus,
 ) -> None:
     port = sock.getsockname()[1]
     print(f"tfolab serve: open {ready_url(host, port, token)} (one lab session per browser tab)")
     who = account.name if account else f"uid {os.geteuid()}"
-    runs = "on (unprivileged user namespaces)" if off is None else f"off: {off.split('|')[0]}"
+    runs = "on (unprivileged user namespaces)" if real_runs.possible else f"off: {real_runs.reason}"
     print(f"  sessions run as {who}; real runs {runs}")
     if results is not None:
         print(f"  class results are saved in {results}")

@@ -2,7 +2,8 @@
 
 Rules: it never changes the host. Namespace, netem and NFQUEUE are tried in a
 throwaway namespace owned by a probe process (tfolab/runner/probe.py), which
-also says which way the NFQUEUE rule went in (nf_tables, ip_tables, a binary).
+also says which way the NFQUEUE rule went in (nf_tables, ip_tables, a binary);
+each backend's fix follows the kind of its Trial, never the words of its detail.
 "Real runs: possible" only when the namespace, a delay backend and the native
 parts all work; every missing part carries the fix for this machine.
 """
@@ -13,13 +14,12 @@ import json
 import os
 import platform
 import shutil
-import subprocess
-import sys
 from dataclasses import asdict, dataclass
 from importlib import metadata
 
 from tfolab.core import kernel, native
-from tfolab.runner.backends import BACKENDS, NO_BACKEND_FIX, REINSTALL_FIX
+from tfolab.runner.backends import BACKENDS, NO_BACKEND_FIX, REINSTALL_FIX, Trial
+from tfolab.runner.probe import ProbeFailed, ProbeReport, run_probe
 
 
 @dataclass(frozen=True)
@@ -37,18 +37,13 @@ def _version(package: str) -> str | None:
         return None
 
 
-def run_probe() -> dict[str, object]:
+def _probe(is_linux: bool) -> ProbeReport:
+    if not is_linux:
+        return ProbeReport(namespace_error="not Linux")
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "tfolab.runner.probe"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        report: dict[str, object] = json.loads(done.stdout or "{}")
-        return report
-    except (subprocess.TimeoutExpired, json.JSONDecodeError) as err:
-        return {"namespace_error": f"probe failed: {err}"}
+        return run_probe()
+    except ProbeFailed as err:
+        return ProbeReport(namespace_error=f"probe failed: {err}")
 
 
 def checks() -> list[Check]:
@@ -64,25 +59,23 @@ def checks() -> list[Check]:
     )
     root = os.geteuid() == 0
     found.append(Check("privileges", True, "root" if root else f"user {os.geteuid()} (not root)"))
-    probe: dict[str, object] = run_probe() if is_linux else {"namespace_error": "not Linux"}
-    ns_error = probe.get("namespace_error")
+    probe = _probe(is_linux)
+    refused = probe.namespace_error
     found.append(
         Check(
             "network namespace",
-            ns_error is None,
-            f"a fresh namespace works ({probe.get('namespace')})"
-            if ns_error is None
-            else str(ns_error),
-            "" if ns_error is None else "run tfolab as root, or allow unprivileged user namespaces",
+            refused is None,
+            f"a fresh namespace works ({probe.namespace})" if refused is None else refused,
+            "" if refused is None else "run tfolab as root, or allow unprivileged user namespaces",
         )
     )
-    netem_ok, netem_why = _tried(probe, "netem")
-    nfq_ok, nfq_why = _tried(probe, "nfqueue")
-    found.append(Check("netem", bool(netem_ok), str(netem_why), _netem_fix(netem_ok, nfq_ok)))
-    found.append(
-        Check("nfqueue delayer", bool(nfq_ok), str(nfq_why), _nfqueue_fix(nfq_ok, nfq_why))
-    )
-    backend = "netem" if netem_ok else "nfqueue" if nfq_ok else "none"
+    netem, nfqueue = probe.netem, probe.nfqueue
+    netem_fix = _fix("netem", netem)
+    if not netem.works and nfqueue.works:
+        netem_fix = "nothing to do: the bundled NFQUEUE delayer stands in for netem"
+    found.append(Check("netem", netem.works, netem.detail, netem_fix))
+    found.append(Check("nfqueue delayer", nfqueue.works, nfqueue.detail, _fix("nfqueue", nfqueue)))
+    backend = "netem" if netem.works else "nfqueue" if nfqueue.works else "none"
     found.append(
         Check(
             "delay backend (auto)",
@@ -131,30 +124,17 @@ def checks() -> list[Check]:
     return found
 
 
-def _tried(probe: dict[str, object], backend: str) -> tuple[bool, str]:
-    """The probe's [ok, detail] for one backend, or why it was not tried."""
-    answer = probe.get(backend)
-    if isinstance(answer, list) and len(answer) == 2:
-        return bool(answer[0]), str(answer[1])
-    return False, "not tried (no namespace)"
-
-
-def _netem_fix(netem_ok: object, nfqueue_ok: object) -> str:
-    if netem_ok:
-        return ""
-    if nfqueue_ok:
-        return "nothing to do: the bundled NFQUEUE delayer stands in for netem"
-    return BACKENDS["netem"].fix
-
-
-def _nfqueue_fix(ok: object, why: object) -> str:
-    if ok:
-        return ""
-    if "not built" in str(why):
-        return REINSTALL_FIX
-    if "no namespace" in str(why):
-        return "first make network namespaces work (see above)"
-    return BACKENDS["nfqueue"].fix
+def _fix(backend: str, trial: Trial) -> str:
+    """What fixes a backend that did not work, by the kind of its failure."""
+    match trial.kind:
+        case "works":
+            return ""
+        case "not_built":
+            return REINSTALL_FIX
+        case "not_tried":
+            return "first make network namespaces work (see above)"
+        case "unsupported":
+            return BACKENDS[backend].fix
 
 
 REAL_RUN_NEEDS = ("linux", "network namespace", "delay backend (auto)", "native parts")

@@ -7,8 +7,9 @@ Rules:
   real run that still fails reports its own UserError.
 - Every "no" carries the reason and the fix, shown in the UI's banner.
 - `tfolab serve` probes once, for real, as the user its sessions run as, and
-  hands a "no" to every session in TFOLAB_REAL_RUNS_OFF ("reason|fix"); a
-  served session then says that instead of guessing.
+  hands a "no" to every session in TFOLAB_REAL_RUNS_OFF ("reason|fix", written
+  and read only by RealRunStatus); a served session then says that instead of
+  guessing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ class RealRunStatus:
             return f"Real runs: on ({self.reason}). Press r in a lab to measure."
         return f"Real runs off: {self.reason}. {self.fix}".strip()
 
+    def off_value(self) -> str:
+        """This "no" as TFOLAB_REAL_RUNS_OFF says it to a served session ("reason|fix")."""
+        return f"{self.reason.replace('|', '/')}|{self.fix}"
+
+    @classmethod
+    def from_off_value(cls, value: str) -> RealRunStatus:
+        reason, _, fix = value.partition("|")
+        return cls(False, reason, fix)
+
 
 def _read_int(path: str) -> int | None:
     try:
@@ -58,8 +68,7 @@ REAL_RUNS_OFF_ENV = "TFOLAB_REAL_RUNS_OFF"
 
 def quick_check() -> RealRunStatus:
     if off := os.environ.get(REAL_RUNS_OFF_ENV):
-        reason, _, fix = off.partition("|")
-        return RealRunStatus(False, reason, fix)
+        return RealRunStatus.from_off_value(off)
     if platform.system() != "Linux":
         return RealRunStatus(
             False,

@@ -21,6 +21,8 @@ from tfolab.runner.backends.base import (
     BackendChoice,
     DelayBackend,
     InstalledDelay,
+    Trial,
+    TrialKind,
 )
 from tfolab.runner.backends.netem import NETEM
 from tfolab.runner.backends.nfqueue import NFQUEUE
@@ -37,6 +39,8 @@ __all__ = [
     "BackendChoice",
     "DelayBackend",
     "InstalledDelay",
+    "Trial",
+    "TrialKind",
     "install_delay",
     "likely_backend",
 ]
@@ -59,7 +63,7 @@ def likely_backend(choice: BackendChoice, delay_ms: float, delayer: str | None) 
     if choice != "auto":
         why = BACKENDS[choice].unavailable(delayer)
         if why:
-            raise UserError(f"--backend {choice}: {why}", _fix_for(choice, why))
+            raise UserError(f"--backend {choice}: {why}", _fix_for(choice, delayer))
         return BACKENDS[choice].name
     reasons = []
     for backend in AUTO_ORDER:
@@ -78,13 +82,14 @@ def install_delay(choice: BackendChoice, delay_ms: float, delayer: str | None) -
         return _install_or_explain(BACKENDS[choice], delay_ms, delayer)
     reasons = []
     for backend in AUTO_ORDER:
-        ok, why = backend.probe(delayer) if backend is NETEM else (True, "")
-        if ok:
-            try:
-                return backend.install(delay_ms, delayer)
-            except UserError as err:
-                why = err.reason
-        reasons.append(why)
+        trial = backend.probe(delayer) if backend is NETEM else Trial("works", "")
+        if not trial.works:
+            reasons.append(trial.detail)
+            continue
+        try:
+            return backend.install(delay_ms, delayer)
+        except UserError as err:
+            reasons.append(err.reason)
     raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
 
 
@@ -92,13 +97,13 @@ def _install_or_explain(
     backend: DelayBackend, delay_ms: float, delayer: str | None
 ) -> InstalledDelay:
     if backend is NETEM:
-        ok, why = NETEM.probe(delayer)
-        if not ok:
-            raise UserError(f"--backend netem: {why}", _fix_for("netem", why))
+        trial = NETEM.probe(delayer)
+        if not trial.works:
+            raise UserError(f"--backend netem: {trial.detail}", _fix_for("netem", delayer))
     return backend.install(delay_ms, delayer)
 
 
-def _fix_for(choice: str, why: str) -> str:
+def _fix_for(choice: str, delayer: str | None) -> str:
     if choice == "netem":
         return "use --backend nfqueue (the bundled delayer)"
-    return REINSTALL_FIX if "not built" in why else NO_BACKEND_FIX
+    return REINSTALL_FIX if delayer is None else NO_BACKEND_FIX

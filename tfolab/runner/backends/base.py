@@ -6,7 +6,8 @@ and answers the same questions:
 
 - `unavailable(delayer)`: a cheap look, without a namespace, at whether it can
   work here (None) or why not. The parent asks before anything is started.
-- `probe(delayer)`: a real try, inside a throwaway namespace (doctor's probe).
+- `probe(delayer)`: a real try, inside a throwaway namespace (doctor's probe):
+  a Trial, whose kind (not its wording) says what would fix a failure.
 - `install(delay_ms, delayer)`: put it in place inside the lab's namespace;
   `InstalledDelay.stop()` removes what needs removing (the rest dies with the
   namespace).
@@ -21,6 +22,8 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
+
+import msgspec
 
 from tfolab.core.errors import UserError
 
@@ -38,6 +41,22 @@ NO_BACKEND_FIX = (
     "use a kernel with sch_netem, or one with NFQUEUE in nf_tables or ip_tables; "
     "`tfolab doctor` shows what is missing"
 )
+
+
+# works; the bundled part it needs is not built; this machine lacks what it needs;
+# not tried (the probe had no namespace to try it in).
+TrialKind = Literal["works", "not_built", "unsupported", "not_tried"]
+
+
+class Trial(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A backend tried for real: of which kind the outcome is, and what was seen."""
+
+    kind: TrialKind
+    detail: str
+
+    @property
+    def works(self) -> bool:
+        return self.kind == "works"
 
 
 @dataclass
@@ -71,7 +90,7 @@ class DelayBackend(Protocol):
 
     def unavailable(self, delayer: str | None) -> str | None: ...
 
-    def probe(self, delayer: str | None) -> tuple[bool, str]: ...
+    def probe(self, delayer: str | None) -> Trial: ...
 
     def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay: ...
 

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 from tfolab.core import kernel
-from tfolab.runner.backends.base import Backend, InstalledDelay, run_command
+from tfolab.runner.backends.base import Backend, InstalledDelay, Trial, run_command
 
 
 def format_ms(delay_ms: float) -> str:
@@ -38,15 +38,17 @@ class Netem:
             return "this kernel has no netem (it is built without sch_netem)"
         return None
 
-    def probe(self, delayer: str | None) -> tuple[bool, str]:
+    def probe(self, delayer: str | None) -> Trial:
         if shutil.which("tc") is None:
-            return False, "tc (iproute2) is not installed"
+            return Trial("unsupported", "tc (iproute2) is not installed")
         tried = subprocess.run(netem_args(1.0), capture_output=True, text=True, timeout=10)
         if tried.returncode != 0:
             said = (tried.stderr.strip().splitlines() or ["tc failed"])[-1].removeprefix("Error: ")
-            return False, f"this kernel has no netem qdisc; tc says: {said.rstrip('.')}"
+            return Trial(
+                "unsupported", f"this kernel has no netem qdisc; tc says: {said.rstrip('.')}"
+            )
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
-        return True, "tc qdisc netem works"
+        return Trial("works", "tc qdisc netem works")
 
     def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
         run_command(netem_args(delay_ms), "netem")

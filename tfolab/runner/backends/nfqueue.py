@@ -22,6 +22,7 @@ from tfolab.runner.backends.base import (
     REINSTALL_FIX,
     Backend,
     InstalledDelay,
+    Trial,
 )
 from tfolab.runner.backends.nfrule import QUEUE_NUMBER, RuleRefused, install_rule, kernel_may_queue
 
@@ -42,15 +43,16 @@ class Nfqueue:
             return "the bundled tfo-delay is not built"
         return kernel_may_queue()
 
-    def probe(self, delayer: str | None) -> tuple[bool, str]:
+    def probe(self, delayer: str | None) -> Trial:
         if delayer is None:
-            return False, "the bundled tfo-delay is not built"
+            return Trial("not_built", "the bundled tfo-delay is not built")
         try:
             installed = self.install(0.0, delayer)
         except UserError as err:
-            return False, err.reason
+            return Trial("unsupported", err.reason)
         installed.stop()
-        return True, f"rule through {installed.rule_way}, tfo-delay bound to queue {QUEUE_NUMBER}"
+        way = f"rule through {installed.rule_way}, tfo-delay bound to queue {QUEUE_NUMBER}"
+        return Trial("works", way)
 
     def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
         if delayer is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfolab.runner.backends.base import Backend, InstalledDelay
+from tfolab.runner.backends.base import Backend, InstalledDelay, Trial
 
 
 class NoDelay:
@@ -14,8 +14,8 @@ class NoDelay:
     def unavailable(self, delayer: str | None) -> str | None:
         return None
 
-    def probe(self, delayer: str | None) -> tuple[bool, str]:
-        return True, "plain loopback"
+    def probe(self, delayer: str | None) -> Trial:
+        return Trial("works", "plain loopback")
 
     def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
         return InstalledDelay("none", 0.0, ["NO DELAY EMULATION: plain loopback"])
