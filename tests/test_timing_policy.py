@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.reruns import RERUN_BUDGET
-from tests.timing import TimingMiss, assert_in_band, check_exit
+from tests.timing import TimingMiss, assert_in_band, check_exit, timing_only
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,6 +49,26 @@ def test_anything_else_is_a_plain_failure(sentence: str) -> None:
 def test_another_exit_is_never_timing() -> None:
     with pytest.raises(AssertionError) as caught:
         check_exit(_done(3, "tfolab: internal error"))
+    assert not isinstance(caught.value, TimingMiss)
+
+
+BAND = "tfolab: delack/nagle #3 measured 93.1 ms, 2.4 ms above its band (88.0 ± 2.7 ms)"
+
+
+def test_every_exit_1_sentence_is_read_before_the_times() -> None:
+    assert timing_only(_done(0, "")) == []
+    check_exit(_done(0, ""))
+    assert timing_only(_done(1, f"progress line\n{BAND}\n")) == [BAND]
+    for stderr in (
+        "",  # an exit 1 that says nothing is not a timing verdict
+        f"{BAND}\ntfolab: WARNING: 10 ms was asked but 5 ms ran (backend nfqueue); ...",
+        f"{BAND}\ntfolab: handshake/plain: TCPFastOpenActive +1, the model +0",
+    ):
+        with pytest.raises(AssertionError) as caught:
+            timing_only(_done(1, stderr))
+        assert not isinstance(caught.value, TimingMiss)
+    with pytest.raises(AssertionError) as caught:
+        timing_only(_done(2, "tfolab: --delay: not a number"))
     assert not isinstance(caught.value, TimingMiss)
 
 

@@ -34,7 +34,7 @@ import pytest
 from tests.conftest import TIMING, LabMachine, run_tfolab
 from tests.environment import require_or_skip
 from tests.physics import HEADLINES, headline_range
-from tests.timing import TimingMiss, check_exit, is_timing_sentence
+from tests.timing import TimingMiss, is_timing_sentence, timing_only
 from tfolab.lab.catalog import find_lab
 
 pytestmark = pytest.mark.netem
@@ -79,7 +79,9 @@ def test_every_iteration_and_packet_over_netem(warmed_up: None, lab: str, name: 
     done = run_tfolab(
         *("run", lab, "--scenario", name, "--backend", "netem", "--delay", "10", "--json")
     )
-    check_exit(done, allowed=(0, 1))  # exit 1 is judged below, sentence by sentence
+    # Every exit-1 sentence is read: anything but a time fails here; the times (the model's
+    # bands, late arrivals) are judged below against the VM's allowance instead.
+    timing_only(done)
     result = json.loads(done.stdout)
     assert result["backend"] == "netem"
     if "capture" in result:
