@@ -155,3 +155,39 @@ def test_ci_fails_when_reruns_exceed_the_budget(tmp_path: Path, require_real: bo
         assert f"{RERUN_BUDGET + 1} reruns exceed the budget of {RERUN_BUDGET}" in done.stdout
     else:  # a user's machine: reruns are listed, never fatal
         assert done.returncode == 0, done.stdout
+
+
+RECORDING = """
+from tests.reruns import record
+
+def test_a_fuzz_case(request):
+    for n in range(N_REPEATS):
+        record(request.node.nodeid, f"timing-only miss repeated (agreed the second time): case {n}")
+"""
+
+
+@pytest.mark.parametrize("require_real", [False, True])
+def test_a_repeat_a_test_makes_itself_is_a_rerun_with_its_reason(
+    tmp_path: Path, require_real: bool
+) -> None:
+    """The fuzzer repeats a timing-only miss itself (tests/fuzz/differential.run_judged):
+    each repeat is listed in the reruns section and counts against the budget."""
+    (tmp_path / "test_recording.py").write_text(
+        RECORDING.replace("N_REPEATS", str(RERUN_BUDGET + 1))
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TFOLAB_REQUIRE_REAL": "1" if require_real else "",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.reruns",
+         "--rootdir", str(tmp_path), str(tmp_path / "test_recording.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert f"reruns (timing only): {RERUN_BUDGET + 1}, budget {RERUN_BUDGET}" in done.stdout
+    assert (
+        "RERUN test_recording.py::test_a_fuzz_case: "
+        "timing-only miss repeated (agreed the second time): case 0"
+    ) in done.stdout
+    assert done.returncode == (1 if require_real else 0), done.stdout
