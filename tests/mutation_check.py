@@ -8,9 +8,17 @@ Rules:
   changed). The copy imports its own tfolab (PYTHONPATH) with the installed
   native parts linked in, and runs the part of the suite that should notice,
   with TFOLAB_REQUIRE_REAL=1 as CI does (an environment skip is a failure).
+- First the same selections run on an untouched copy, and every test in them
+  must pass there: a flake or a missing environment would otherwise count as
+  a catch. A breakage whose untouched selection does not pass is reported as
+  such, never as caught.
 - A breakage whose replacement no longer matches the source is reported as
-  stale, never as caught. A breakage is caught when at least one test fails
-  or errors; the table lists them and how long the run took.
+  stale, never as caught. A breakage is caught by a test that passed on the
+  untouched copy and fails on the broken one with an AssertionError (a
+  TimingMiss, after its rerun, is marked "timing"): a crash, a fixture error
+  or a collection error is not a catch (tests/mutation_outcomes.py records
+  each test's outcome). The table lists the breakage, the tests that caught
+  it and how long the run took.
 - Exit 0 when every breakage was caught, 1 otherwise.
 """
 
@@ -18,8 +26,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.resources
+import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +35,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.mutation_outcomes import OUTCOMES_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,18 +130,59 @@ def apply(tree: Path, breakage: Breakage) -> bool:
     return True
 
 
-def run_suite(tree: Path, tests: tuple[str, ...]) -> tuple[list[str], str, float]:
-    """(failed or errored tests, pytest's last line, seconds)."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "TFOLAB_REQUIRE_REAL": "1"}
+Outcomes = dict[str, str]  # nodeid -> tests/mutation_outcomes.py's outcome
+CATCHES = ("assertion", "timing")
+
+
+def run_suite(tree: Path, tests: tuple[str, ...]) -> tuple[Outcomes, str, float]:
+    """(each test's outcome, pytest's last line, seconds)."""
+    outcomes_file = tree.parent / "outcomes.json"
+    outcomes_file.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "TFOLAB_REQUIRE_REAL": "1",
+        OUTCOMES_ENV: str(outcomes_file),
+    }
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", *tests],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-p", "tests.mutation_outcomes", *tests],
         capture_output=True, text=True, cwd=tree, env=env, timeout=1800,
     )  # fmt: skip
     elapsed = time.monotonic() - started
-    caught = re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, flags=re.M)
-    last = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
-    return caught, last, elapsed
+    last = (
+        done.stdout.strip().splitlines() or done.stderr.strip().splitlines() or ["(no output)"]
+    )[-1]
+    try:
+        outcomes: Outcomes = json.loads(outcomes_file.read_text())
+    except (OSError, ValueError):
+        outcomes = {"<pytest>": "error"}  # pytest never reached the end of its session
+    return outcomes, last, elapsed
+
+
+def untouched_failures(outcomes: Outcomes) -> list[str]:
+    """What keeps an untouched selection from being a baseline: any test not passed."""
+    if not outcomes:
+        return ["<no test ran>"]
+    return [f"{nodeid} ({what})" for nodeid, what in sorted(outcomes.items()) if what != "passed"]
+
+
+def caught_by(untouched: Outcomes, broken: Outcomes) -> list[str]:
+    """The tests that passed untouched and fail with an assertion once broken."""
+    return [
+        nodeid + (" (timing)" if what == "timing" else "")
+        for nodeid, what in sorted(broken.items())
+        if what in CATCHES and untouched.get(nodeid) == "passed"
+    ]
+
+
+def not_counted(untouched: Outcomes, broken: Outcomes) -> int:
+    """Tests that went wrong once broken in a way that is not a catch (crash, error)."""
+    return sum(
+        what not in (*CATCHES, "passed") and untouched.get(nodeid) == "passed"
+        for nodeid, what in broken.items()
+    )
 
 
 def summary(caught: list[str]) -> str:
@@ -144,22 +195,61 @@ def summary(caught: list[str]) -> str:
     return f"{len(caught)}: " + "; ".join(named)
 
 
+def untouched_runs(
+    chosen: list[Breakage], keep: bool
+) -> dict[tuple[str, ...], tuple[Outcomes, str, float]]:
+    """Each distinct selection, run once on one untouched copy."""
+    folder = Path(tempfile.mkdtemp(prefix="tfolab-untouched-"))
+    runs = {}
+    try:
+        tree = copy_tree(folder)
+        for tests in dict.fromkeys(b.tests for b in chosen):
+            runs[tests] = run_suite(tree, tests)
+            failing = untouched_failures(runs[tests][0])
+            print(
+                f"untouched {' '.join(tests)}: {len(failing)} not passed in {runs[tests][2]:.0f} s",
+                file=sys.stderr,
+            )
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="run the breakages whose name contains this")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
     args = parser.parse_args()
     chosen = [b for b in BREAKAGES if not args.only or args.only in b.name]
-    rows = []
+    untouched = untouched_runs(chosen, args.keep)
+    rows = [
+        ("(none: the untouched tree)", f"{' '.join(tests)}: {last}", elapsed)
+        for tests, (_outcomes, last, elapsed) in untouched.items()
+    ]
+    missed = []
     for breakage in chosen:
+        baseline, _last, _elapsed = untouched[breakage.tests]
+        failing = untouched_failures(baseline)
+        if failing:
+            missed.append(breakage.name)
+            verdict = f"UNTOUCHED TREE DOES NOT PASS: {len(failing)}: " + "; ".join(failing[:5])
+            rows.append((breakage.name, verdict, 0.0))
+            continue
         folder = Path(tempfile.mkdtemp(prefix="tfolab-mutant-"))
         try:
             tree = copy_tree(folder)
             if not apply(tree, breakage):
+                missed.append(breakage.name)
                 rows.append((breakage.name, "STALE: the text to break is not in the source", 0.0))
                 continue
-            caught, last, elapsed = run_suite(tree, breakage.tests)
+            broken, last, elapsed = run_suite(tree, breakage.tests)
+            caught = caught_by(baseline, broken)
             verdict = summary(caught) if caught else f"NOT CAUGHT ({last})"
+            if other := not_counted(baseline, broken):
+                verdict += f" [not counted: {other} crashed or errored]"
+            if not caught:
+                missed.append(breakage.name)
             rows.append((breakage.name, verdict, elapsed))
             print(f"{breakage.name}: {len(caught)} caught in {elapsed:.0f} s", file=sys.stderr)
         finally:
@@ -169,7 +259,6 @@ def main() -> int:
     print("|---|---|---|")
     for name, verdict, elapsed in rows:
         print(f"| {name} | {verdict} | {elapsed:.0f} s |")
-    missed = [name for name, verdict, _ in rows if verdict.startswith(("NOT", "STALE"))]
     return 1 if missed else 0
 
 

@@ -1,7 +1,9 @@
 """A pytest plugin: every rerun is printed with its reason, and reruns have a budget.
 
 Rules:
-- Reruns happen only on TimingMiss (tests/timing.py, TIMING in tests/conftest.py).
+- Reruns happen only on TimingMiss (tests/timing.py, TIMING in tests/conftest.py),
+  or where a test repeats a timing-only miss itself (the differential fuzzer):
+  it calls `record`, and that repeat is listed and counted like any other.
 - The terminal summary lists each rerun: the test and the miss that caused it.
 - Under TFOLAB_REQUIRE_REAL=1 (CI) more than RERUN_BUDGET reruns in one session
   fail it: a machine that misses that often is hiding something, timing or not.
@@ -27,6 +29,11 @@ def _reason(report: pytest.TestReport) -> str:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.outcome == "rerun":
         _reruns.append((report.nodeid, _reason(report)))
+
+
+def record(nodeid: str, reason: str) -> None:
+    """A repeat a test made itself, for a timing-only miss: a rerun like the others."""
+    _reruns.append((nodeid, reason))
 
 
 def over_budget() -> bool:

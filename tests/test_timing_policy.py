@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.reruns import RERUN_BUDGET
-from tests.timing import TimingMiss, assert_in_band, check_exit
+from tests.timing import TimingMiss, assert_in_band, check_exit, timing_only
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,6 +49,26 @@ def test_anything_else_is_a_plain_failure(sentence: str) -> None:
 def test_another_exit_is_never_timing() -> None:
     with pytest.raises(AssertionError) as caught:
         check_exit(_done(3, "tfolab: internal error"))
+    assert not isinstance(caught.value, TimingMiss)
+
+
+BAND = "tfolab: delack/nagle #3 measured 93.1 ms, 2.4 ms above its band (88.0 ± 2.7 ms)"
+
+
+def test_every_exit_1_sentence_is_read_before_the_times() -> None:
+    assert timing_only(_done(0, "")) == []
+    check_exit(_done(0, ""))
+    assert timing_only(_done(1, f"progress line\n{BAND}\n")) == [BAND]
+    for stderr in (
+        "",  # an exit 1 that says nothing is not a timing verdict
+        f"{BAND}\ntfolab: WARNING: 10 ms was asked but 5 ms ran (backend nfqueue); ...",
+        f"{BAND}\ntfolab: handshake/plain: TCPFastOpenActive +1, the model +0",
+    ):
+        with pytest.raises(AssertionError) as caught:
+            timing_only(_done(1, stderr))
+        assert not isinstance(caught.value, TimingMiss)
+    with pytest.raises(AssertionError) as caught:
+        timing_only(_done(2, "tfolab: --delay: not a number"))
     assert not isinstance(caught.value, TimingMiss)
 
 
@@ -135,3 +155,39 @@ def test_ci_fails_when_reruns_exceed_the_budget(tmp_path: Path, require_real: bo
         assert f"{RERUN_BUDGET + 1} reruns exceed the budget of {RERUN_BUDGET}" in done.stdout
     else:  # a user's machine: reruns are listed, never fatal
         assert done.returncode == 0, done.stdout
+
+
+RECORDING = """
+from tests.reruns import record
+
+def test_a_fuzz_case(request):
+    for n in range(N_REPEATS):
+        record(request.node.nodeid, f"timing-only miss repeated (agreed the second time): case {n}")
+"""
+
+
+@pytest.mark.parametrize("require_real", [False, True])
+def test_a_repeat_a_test_makes_itself_is_a_rerun_with_its_reason(
+    tmp_path: Path, require_real: bool
+) -> None:
+    """The fuzzer repeats a timing-only miss itself (tests/fuzz/differential.run_judged):
+    each repeat is listed in the reruns section and counts against the budget."""
+    (tmp_path / "test_recording.py").write_text(
+        RECORDING.replace("N_REPEATS", str(RERUN_BUDGET + 1))
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TFOLAB_REQUIRE_REAL": "1" if require_real else "",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.reruns",
+         "--rootdir", str(tmp_path), str(tmp_path / "test_recording.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert f"reruns (timing only): {RERUN_BUDGET + 1}, budget {RERUN_BUDGET}" in done.stdout
+    assert (
+        "RERUN test_recording.py::test_a_fuzz_case: "
+        "timing-only miss repeated (agreed the second time): case 0"
+    ) in done.stdout
+    assert done.returncode == (1 if require_real else 0), done.stdout

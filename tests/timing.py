@@ -7,9 +7,12 @@ Rules:
   (tests/conftest.py) reruns a test only on TimingMiss.
 - Check the things that cannot be timing first (exit code, counters,
   packets), then the times: a run that fails both is not rerun.
-- `check_exit` reads the CLI's exit 1: a band missed (stderr "#i measured ...
-  its band") or a late arrival (" the model said ") is timing; any other
-  sentence is a disagreement and a plain AssertionError.
+- Every sentence of an exit 1 is read. `timing_only` (call it first) fails at
+  once on any exit but 0 or 1 and on any sentence that is not timing;
+  `check_exit` (call it last) then turns an exit 1 whose every sentence is
+  timing into a TimingMiss. Timing is a band missed (stderr "#i measured ...
+  its band") or a late arrival (" the model said "); any other sentence is a
+  disagreement and a plain AssertionError.
 """
 
 from __future__ import annotations
@@ -41,14 +44,23 @@ def is_timing_sentence(sentence: str) -> bool:
     )
 
 
-def check_exit(done: subprocess.CompletedProcess[str], allowed: Iterable[int] = (0,)) -> None:
-    """The run exited as allowed; an exit 1 whose every sentence is timing is a TimingMiss."""
-    if done.returncode in tuple(allowed):
-        return
+def timing_only(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The timing sentences of a run that exited 0 (none) or 1 (one at least, and every
+    sentence timing); any other exit, or any other sentence, is an AssertionError."""
+    if done.returncode == 0:
+        return []
     said = [line for line in done.stderr.splitlines() if line.startswith("tfolab: ")]
     if done.returncode == 1 and said and all(is_timing_sentence(line) for line in said):
-        raise TimingMiss("\n".join(said))
+        return said
     raise AssertionError(f"exit {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+
+
+def check_exit(done: subprocess.CompletedProcess[str]) -> None:
+    """The run exited 0; an exit 1 whose every sentence is timing is a TimingMiss, any
+    other exit or sentence an AssertionError (no exit 1 goes unread)."""
+    said = timing_only(done)
+    if said:
+        raise TimingMiss("\n".join(said))
 
 
 def check_packets(scenarios: Iterable[dict[str, Any]]) -> None:

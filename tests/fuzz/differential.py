@@ -15,8 +15,10 @@ Rules:
   2-7 ms of emulation) judges everything but time: bands and arrival times
   are left out, flags, numbers, lengths, options, windows and counters stay.
 - Only `agreed` and `refused` pass. A disagreement in time alone (a host
-  that held a CPU for a tick) is run once more, and the repeat is reported
-  (`run_judged`); packets, windows and counters are never repeated. A
+  that held a CPU for a tick; every sentence one tests/timing.is_timing_sentence
+  calls timing) is run once more (`run_judged`), and the test records the
+  repeat as a rerun (tests/reruns.record: listed with its reason, counted
+  against CI's budget); packets, windows and counters are never repeated. A
   failing case is shrunk greedily (drop a setting, lower the delay or the
   iterations) while it keeps failing the same way, within a bounded number
   of re-runs.
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.fuzz.space import Case
+from tests.timing import is_timing_sentence
 
 PASSING = ("agreed", "refused")
 MAX_SHRINK_RUNS = 25
@@ -61,9 +64,7 @@ class Outcome:
     @property
     def timing_only(self) -> bool:
         """A disagreement in time alone: every sentence a late arrival or a missed band."""
-        return self.kind == "disagreed" and all(
-            " the model said " in line or ": measured " in line for line in self.detail
-        )
+        return self.kind == "disagreed" and all(is_timing_sentence(line) for line in self.detail)
 
 
 def timeout_s(case: Case) -> float:
@@ -123,12 +124,12 @@ def _judge(done: subprocess.CompletedProcess[str], timing: bool = True) -> Outco
         said += [
             f"{name}: {s}"
             for s in scenario.get("packet_diff", [])
-            if timing or " the model said " not in s
+            if timing or not is_timing_sentence(s)
         ]
         said += [f"{name}: {s}" for s in scenario.get("counter_diff", [])]
         said += [
-            f"{name} #{i['i']}: measured {i['measured_ms']} ms, predicted "
-            f"{i['predicted_ms']} ± {i['tolerance_ms']} ms"
+            f"{name} #{i['i']} measured {i['measured_ms']} ms, outside its band "
+            f"({i['predicted_ms']} ± {i['tolerance_ms']} ms)"
             for i in scenario["iterations"]
             if timing and not i["ok"]
         ]

@@ -10,17 +10,20 @@ reported as the one `tfolab run` command that reproduces it.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
-import warnings
 
 import pytest
 
+from tests import reruns
 from tests.conftest import LabMachine
 from tests.environment import require_or_skip
-from tests.fuzz.differential import Outcome, run_judged, shrink
+from tests.fuzz.differential import Outcome, _judge, run_judged, shrink
 from tests.fuzz.report import explore, print_figures
 from tests.fuzz.space import Case, cases, setting_names
+from tests.timing import is_timing_sentence
 
 SMALL_SEED = 20261124
 SMALL_CASES = 30
@@ -40,20 +43,24 @@ def _check(case: Case, outcome: Outcome) -> None:
     )
 
 
+def repeat_reason(command: str, first: list[str], then: str) -> str:
+    return f"timing-only miss repeated ({then} the second time): {command}: {first[0]}"
+
+
 @pytest.mark.parametrize("case", cases(SMALL_SEED, SMALL_CASES), ids=lambda c: c.command())
-def test_the_kernel_agrees_or_the_case_is_refused(case: Case, delaying_machine: LabMachine) -> None:
+def test_the_kernel_agrees_or_the_case_is_refused(
+    case: Case, delaying_machine: LabMachine, request: pytest.FixtureRequest
+) -> None:
     outcome, repeated = run_judged(case)
     if repeated is not None:
-        warnings.warn(
-            f"timing-only miss repeated once ({outcome.kind} the second time): "
-            f"{case.command()}: {repeated.detail[0]}",
-            stacklevel=1,
+        reruns.record(
+            request.node.nodeid, repeat_reason(case.command(), repeated.detail, outcome.kind)
         )
     _check(case, outcome)
 
 
 @pytest.mark.fuzz
-def test_a_larger_budget(delaying_machine: LabMachine) -> None:
+def test_a_larger_budget(delaying_machine: LabMachine, request: pytest.FixtureRequest) -> None:
     seed = int(os.environ.get("TFOLAB_FUZZ_SEED", "1"))
     count = int(os.environ.get("TFOLAB_FUZZ_CASES", "60"))
     budget = float(os.environ.get("TFOLAB_FUZZ_BUDGET_S", "900"))
@@ -62,6 +69,9 @@ def test_a_larger_budget(delaying_machine: LabMachine) -> None:
     started = time.monotonic()
     figures = explore(seed, count, backend=backend, budget_s=budget, timing=timing)
     print_figures(figures)
+    for repeat in figures["timing_repeats"]:  # type: ignore[attr-defined]
+        reason = repeat_reason(repeat["command"], repeat["first"], repeat["then"])
+        reruns.record(request.node.nodeid, reason)
     assert figures["cases"], f"no case ran within {budget} s"
     failures = figures["failures"]
     assert not failures, (
@@ -101,3 +111,51 @@ def test_a_shrunk_failure_also_shows_what_the_drawn_case_said(capsys) -> None:
     print_figures(figures)
     out = capsys.readouterr().out
     assert "the shrunk case's sentence" in out and "the drawn case's sentence" in out
+
+
+def _judged(packet_diff: list[str], counter_diff: list[str], *, timing: bool = True) -> Outcome:
+    report = {
+        "scenarios": [
+            {
+                "name": "plain",
+                "iterations": [
+                    {"i": 1, "measured_ms": 45.1, "predicted_ms": 40.0, "tolerance_ms": 2.6,
+                     "ok": False},
+                    {"i": 2, "measured_ms": 40.2, "predicted_ms": 40.0, "tolerance_ms": 2.6,
+                     "ok": True},
+                ],
+                "packet_diff": packet_diff,
+                "counter_diff": counter_diff,
+                "captured": [],
+            }
+        ]
+    }  # fmt: skip
+    done = subprocess.CompletedProcess(["tfolab"], 1, json.dumps(report), "tfolab: ...\n")
+    return _judge(done, timing)
+
+
+LATE = (
+    "connection 1, server: ACK,PSH seq 1 ack 17 len 16 <TS> arrived 45.10 ms into "
+    "iteration 1; the model said 40.00 ms ± 2.60"
+)
+
+
+def test_a_timing_only_disagreement_is_told_by_the_one_timing_test() -> None:
+    """The fuzzer's band sentence and the comparison's late arrival are what
+    tests/timing.is_timing_sentence calls timing; a counter or a window is not."""
+    timing_only = _judged([LATE], [])
+    assert timing_only.kind == "disagreed" and timing_only.timing_only
+    assert timing_only.detail == [
+        f"plain: {LATE}",
+        "plain #1 measured 45.1 ms, outside its band (40.0 ± 2.6 ms)",
+    ]
+    assert all(is_timing_sentence(line) for line in timing_only.detail)
+    counters = _judged([LATE], ["TCPFastOpenActive +1, the model +2"])
+    assert counters.kind == "disagreed" and not counters.timing_only
+    window = _judged(["connection 1, server: ACK seq 1 ack 17 len 0 advertised window 5"], [])
+    assert not window.timing_only
+    # CI's VM judges no time: the same run agrees, the counters still disagree
+    assert _judged([LATE], [], timing=False).kind == "agreed"
+    assert _judged([LATE], ["TCPFastOpenActive +1, the model +2"], timing=False).detail == [
+        "plain: TCPFastOpenActive +1, the model +2"
+    ]

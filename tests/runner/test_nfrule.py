@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import struct
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 
 from tests.conftest import LabMachine
 from tests.environment import require_or_skip
+from tests.runner import nfrule_lacks
 from tfolab.runner.backends import nfrule
 
 CHECK = Path(__file__).with_name("nfrule_check.py")
@@ -78,21 +78,13 @@ def test_every_way_refused_names_each_reason() -> None:
         nfrule.install_rule(ways=ways)
 
 
-# A way a kernel may lack, refused for that reason: its module or expression is absent
-# (ENOENT), the family or protocol is not built, or (by design on CI) no iptables binary.
-# Anything else (EINVAL from a malformed message, EPERM as root) is a bug, not a skip.
-LACKING = re.compile(
-    r"nf_tables refused it \((ENOENT|EOPNOTSUPP|EAFNOSUPPORT|EPROTONOSUPPORT)\)"
-    r"|no nfnetlink socket \((Protocol not supported|Address family not supported by protocol)\)"
-    r"|ip_tables(: | refused it \()(Protocol not available|No such file or directory)"
-    r"|^iptables binary: no iptables binary on PATH$"
-)
-
-
 @pytest.mark.parametrize("way", [way.name for way in nfrule.WAYS])
-def test_each_way_queues_for_real_or_is_refused_as_lacking(
+def test_each_way_queues_for_real_or_is_refused_for_what_this_kernel_lacks(
     lab_machine: LabMachine, way: str
 ) -> None:
+    """A way this kernel offers must queue; a way refused must be refused for one of
+    nfrule_lacks.LACKS that is true of this kernel (its config, its modules, PATH), so
+    one broken way cannot hide behind another that works."""
     env = {**os.environ, "PATH": _path_without_iptables()} if way != "iptables binary" else None
     done = subprocess.run(
         [sys.executable, str(CHECK), way], capture_output=True, text=True, timeout=60, env=env
@@ -100,11 +92,64 @@ def test_each_way_queues_for_real_or_is_refused_as_lacking(
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     if "refused" in result:
-        # That one way works is required by test_some_way_is_accepted.
-        assert LACKING.search(result["refused"]), result["refused"]
+        verdict = nfrule_lacks.verify(way, result["refused"], nfrule_lacks.this_kernel())
+        if verdict is None:
+            require_or_skip(
+                "NFQUEUE",
+                f"{way} was refused ({result['refused']}) and no kernel config is "
+                "readable here to confirm this kernel lacks it",
+            )
+        assert isinstance(verdict, tuple), verdict
         return
+    assert result["way"] == way
     # SYN and SYN-ACK each held 20 ms: the packets went through the queue.
     assert result["connect_ms"] >= 2 * 20.0
+
+
+def _kernel(
+    config: dict[str, str] | None, modules: str = "", binary: str | None = None
+) -> nfrule_lacks.Kernel:
+    return nfrule_lacks.Kernel(config, "test config", frozenset(modules.split()), binary)
+
+
+FULL = {
+    f"CONFIG_{option}": "y"
+    for option in (
+        "NETFILTER_NETLINK", "NETFILTER_NETLINK_QUEUE", "NF_TABLES", "NF_TABLES_IPV4",
+        "NFT_QUEUE", "NFT_COMPAT", "NETFILTER_XT_TARGET_NFQUEUE", "IP_NF_IPTABLES",
+        "IP_NF_FILTER",
+    )
+}  # fmt: skip
+
+
+def test_a_refusal_counts_only_when_the_kernel_lacks_what_it_names() -> None:
+    enoent = "nf_tables queue: nf_tables refused it (ENOENT)"
+    # The text of a lack on a kernel that has everything: a broken way, not a lack.
+    said = nfrule_lacks.verify("nf_tables queue", enoent, _kernel(FULL))
+    assert isinstance(said, str) and "but this kernel has it" in said
+    without = {**FULL, "CONFIG_NFT_QUEUE": "n"}
+    assert nfrule_lacks.verify("nf_tables queue", enoent, _kernel(without)) == (
+        "no nf_tables queue expression",
+        "CONFIG_NFT_QUEUE not built or installed (test config)",
+    )
+    # A module counts as present when it is loaded or installed for this release.
+    as_module = {**FULL, "CONFIG_NFT_QUEUE": "m"}
+    assert isinstance(nfrule_lacks.verify("nf_tables queue", enoent, _kernel(as_module)), tuple)
+    loaded = _kernel(as_module, "nft_queue")
+    assert isinstance(nfrule_lacks.verify("nf_tables queue", enoent, loaded), str)
+    # Refusals that are never a lack: a malformed message, a refusal as root.
+    for refusal in ("nf_tables refused it (EINVAL)", "nf_tables refused it (EPERM)"):
+        said = nfrule_lacks.verify("nf_tables queue", refusal, _kernel(without))
+        assert isinstance(said, str) and "for no lack it may have" in said
+    # A lack of one way does not excuse another.
+    said = nfrule_lacks.verify("nf_tables + xt NFQUEUE", enoent, _kernel(without))
+    assert isinstance(said, str)
+    # Unknown without a config; the binary is read from PATH.
+    assert nfrule_lacks.verify("nf_tables queue", enoent, _kernel(None)) is None
+    no_binary = "iptables binary: no iptables binary on PATH"
+    assert isinstance(nfrule_lacks.verify("iptables binary", no_binary, _kernel(None)), tuple)
+    with_binary = _kernel(None, binary="iptables")
+    assert isinstance(nfrule_lacks.verify("iptables binary", no_binary, with_binary), str)
 
 
 def _path_without_iptables() -> str:

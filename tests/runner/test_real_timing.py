@@ -3,6 +3,11 @@
 connect() returns at 2D and the first response byte arrives at 4D (within 1 ms
 and 1.5 ms); a repeat TFO connection answers at 2D. These use whatever delay
 backend `auto` picks here (NFQUEUE on kernels without netem).
+
+Every exit-1 sentence is read: one that is not about time fails at once
+(timing_only), before the times are checked; the CLI's own timing verdicts
+(its bands, late arrivals) are then a TimingMiss (check_exit), after this
+file's own time checks.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
 from tests.environment import require_or_skip
-from tests.timing import assert_near, check_exit
+from tests.timing import assert_near, check_exit, timing_only
 
 
 @TIMING
@@ -24,13 +29,14 @@ def test_handshake_connect_at_2d_first_byte_at_4d(
     delaying_machine: LabMachine, delay_ms: int
 ) -> None:
     done = run_tfolab("run", "handshake", "--delay", str(delay_ms), "--iterations", "3", "--json")
-    assert done.returncode in (0, 1), done.stderr
+    timing_only(done)
     result = json.loads(done.stdout)
     assert result["backend"] == delaying_machine.delay_backend
     assert result["delay_ms"] == delay_ms
     for iteration in result["scenarios"][0]["iterations"]:
         assert_near(iteration["connect_ms"], 2 * delay_ms, 1.0, f"connect #{iteration['i']}")
         assert_near(iteration["measured_ms"], 4 * delay_ms, 1.5, f"first byte #{iteration['i']}")
+    check_exit(done)
 
 
 @TIMING
@@ -47,16 +53,18 @@ def test_tfo_repeat_connection_answers_at_2d(delaying_machine: LabMachine, delay
         "2",
         "--json",
     )
-    assert done.returncode in (0, 1), done.stderr
+    timing_only(done)
     scenario = json.loads(done.stdout)["scenarios"][0]
     assert scenario["counters"]["TCPFastOpenActive"] == 2
     assert scenario["counters"]["TCPFastOpenPassive"] == 2
     for iteration in scenario["iterations"]:
         assert_near(iteration["measured_ms"], 2 * delay_ms, 1.5, f"answer #{iteration['i']}")
+    check_exit(done)
 
 
 def test_setup_time_is_reported(delaying_machine: LabMachine) -> None:
     done = run_tfolab("run", "handshake", "--delay", "1", "--iterations", "1", "--json")
+    timing_only(done)  # this test checks no time: a band missed at D = 1 ms is not its subject
     result = json.loads(done.stdout)
     assert 0 < result["setup_ms"] < 5000
     assert result["kernel"]
@@ -78,7 +86,7 @@ def test_a_fresh_machine_without_iptables_measures_through_nfqueue(
         "run", "handshake", "--delay", "10", "--backend", "nfqueue", "--iterations", "3", "--json",
         env={**os.environ, "PATH": path},
     )  # fmt: skip
-    assert done.returncode in (0, 1), done.stderr
+    timing_only(done)
     result = json.loads(done.stdout)
     assert result["backend"] == "nfqueue"
     assert not any("iptables binary" in note for note in result.get("notes", []))
