@@ -15,8 +15,8 @@ Rules:
   2-7 ms of emulation) judges everything but time: bands and arrival times
   are left out, flags, numbers, lengths, options, windows and counters stay.
 - Only `agreed` and `refused` pass. A disagreement in time alone (a host
-  that held a CPU for a tick; every sentence one tests/timing.is_timing_sentence
-  calls timing) is run once more (`run_judged`), and the test records the
+  that held a CPU for a tick: every packet disagreement of kind "arrival",
+  read by kind, and any band missed) is run once more (`run_judged`), and the test records the
   repeat as a rerun (tests/reruns.record: listed with its reason, counted
   against CI's budget); packets, windows and counters are never repeated. A
   failing case is shrunk greedily (drop a setting, lower the delay or the
@@ -33,7 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.fuzz.space import Case
-from tests.timing import is_timing_sentence
 
 PASSING = ("agreed", "refused")
 MAX_SHRINK_RUNS = 25
@@ -56,6 +55,8 @@ class Outcome:
     detail: list[str] = field(default_factory=list)  # the reason, sentences or error
     races: tuple[int, int] = (0, 0)  # named, used, over the case's scenarios
     seconds: float = 0.0
+    # a disagreement in time alone: every one a late arrival (kind "arrival") or a band missed
+    about_time_only: bool = False
 
     @property
     def passed(self) -> bool:
@@ -63,8 +64,8 @@ class Outcome:
 
     @property
     def timing_only(self) -> bool:
-        """A disagreement in time alone: every sentence a late arrival or a missed band."""
-        return self.kind == "disagreed" and all(is_timing_sentence(line) for line in self.detail)
+        """A disagreement in time alone: every one a late arrival or a missed band."""
+        return self.kind == "disagreed" and self.about_time_only
 
 
 def timeout_s(case: Case) -> float:
@@ -118,15 +119,17 @@ def _judge(done: subprocess.CompletedProcess[str], timing: bool = True) -> Outco
     except json.JSONDecodeError as err:
         return Outcome("crashed", [f"not one JSON object: {err}", *lines[-3:]])
     said: list[str] = []
+    about_time = True
     named = used = 0
     for scenario in report["scenarios"]:
         name = scenario["name"]
-        said += [
-            f"{name}: {s}"
-            for s in scenario.get("packet_diff", [])
-            if timing or not is_timing_sentence(s)
-        ]
+        for disagreement in scenario.get("packet_disagreements", []):
+            late = disagreement["kind"] == "arrival"
+            if timing or not late:
+                said.append(f"{name}: {disagreement['sentence']}")
+                about_time = about_time and late
         said += [f"{name}: {s}" for s in scenario.get("counter_diff", [])]
+        about_time = about_time and not scenario.get("counter_diff")
         said += [
             f"{name} #{i['i']} measured {i['measured_ms']} ms, outside its band "
             f"({i['predicted_ms']} ± {i['tolerance_ms']} ms)"
@@ -145,7 +148,12 @@ def _judge(done: subprocess.CompletedProcess[str], timing: bool = True) -> Outco
         return Outcome("crashed", ["exit 0 with disagreements", *said])
     if not said:
         return Outcome("agreed", ["timing not judged"], races=(named, used))
-    return Outcome("disagreed", said or ["exit 1 with nothing said"], races=(named, used))
+    return Outcome(
+        "disagreed",
+        said or ["exit 1 with nothing said"],
+        races=(named, used),
+        about_time_only=about_time,
+    )
 
 
 def _check_simulate_agrees(case: Case, outcome: Outcome) -> None:

@@ -113,7 +113,9 @@ def test_a_shrunk_failure_also_shows_what_the_drawn_case_said(capsys) -> None:
     assert "the shrunk case's sentence" in out and "the drawn case's sentence" in out
 
 
-def _judged(packet_diff: list[str], counter_diff: list[str], *, timing: bool = True) -> Outcome:
+def _judged(
+    disagreements: list[dict[str, str]], counter_diff: list[str], *, timing: bool = True
+) -> Outcome:
     report = {
         "scenarios": [
             {
@@ -124,7 +126,8 @@ def _judged(packet_diff: list[str], counter_diff: list[str], *, timing: bool = T
                     {"i": 2, "measured_ms": 40.2, "predicted_ms": 40.0, "tolerance_ms": 2.6,
                      "ok": True},
                 ],
-                "packet_diff": packet_diff,
+                "packet_diff": [d["sentence"] for d in disagreements],
+                "packet_disagreements": disagreements,
                 "counter_diff": counter_diff,
                 "captured": [],
             }
@@ -134,26 +137,32 @@ def _judged(packet_diff: list[str], counter_diff: list[str], *, timing: bool = T
     return _judge(done, timing)
 
 
-LATE = (
+LATE_SENTENCE = (
     "connection 1, server: ACK,PSH seq 1 ack 17 len 16 <TS> arrived 45.10 ms into "
     "iteration 1; the model said 40.00 ms ± 2.60"
 )
+LATE = {"kind": "arrival", "sentence": LATE_SENTENCE}
+WINDOW = {
+    "kind": "window",
+    "sentence": "connection 1, server: ACK seq 1 ack 17 len 0 advertised window 5",
+}
 
 
-def test_a_timing_only_disagreement_is_told_by_the_one_timing_test() -> None:
-    """The fuzzer's band sentence and the comparison's late arrival are what
-    tests/timing.is_timing_sentence calls timing; a counter or a window is not."""
+def test_a_timing_only_disagreement_is_told_by_its_kind() -> None:
+    """A late arrival (kind "arrival") and the fuzzer's band sentence are timing; a counter
+    or a window is not, whatever its words."""
     timing_only = _judged([LATE], [])
     assert timing_only.kind == "disagreed" and timing_only.timing_only
     assert timing_only.detail == [
-        f"plain: {LATE}",
+        f"plain: {LATE_SENTENCE}",
         "plain #1 measured 45.1 ms, outside its band (40.0 ± 2.6 ms)",
     ]
-    assert all(is_timing_sentence(line) for line in timing_only.detail)
+    assert all(is_timing_sentence(line) for line in timing_only.detail)  # and on stderr
     counters = _judged([LATE], ["TCPFastOpenActive +1, the model +2"])
     assert counters.kind == "disagreed" and not counters.timing_only
-    window = _judged(["connection 1, server: ACK seq 1 ack 17 len 0 advertised window 5"], [])
-    assert not window.timing_only
+    assert not _judged([WINDOW], []).timing_only
+    disguised = {"kind": "window", "sentence": f"{LATE_SENTENCE} (the window)"}
+    assert not _judged([disguised], []).timing_only  # the kind decides, not the words
     # CI's VM judges no time: the same run agrees, the counters still disagree
     assert _judged([LATE], [], timing=False).kind == "agreed"
     assert _judged([LATE], ["TCPFastOpenActive +1, the model +2"], timing=False).detail == [

@@ -38,7 +38,7 @@ from tests.conftest import TIMING, LabMachine, run_tfolab
 from tests.environment import require_or_skip
 from tests.netem.vm_allowance import VM_TRIP_MS, beyond_the_vm
 from tests.physics import HEADLINES, headline_range
-from tests.timing import TimingMiss, is_timing_sentence, timing_only
+from tests.timing import TimingMiss, timing_only
 from tfolab.lab.catalog import find_lab
 
 pytestmark = pytest.mark.netem
@@ -117,9 +117,9 @@ def _packets_beyond_the_vm(scenario: dict[str, Any]) -> list[str]:
     """Late arrivals beyond the VM's cost of their own trips (a TimingMiss); any other
     sentence fails at once."""
     late = []
-    for sentence in scenario["packet_diff"]:
-        assert is_timing_sentence(sentence), sentence
-        said = beyond_the_vm(sentence, scenario["timeline"])
+    for disagreement in scenario["packet_disagreements"]:
+        assert disagreement["kind"] == "arrival", disagreement["sentence"]
+        said = beyond_the_vm(disagreement, scenario["timeline"])
         if said is not None:
             late.append(said)
     return late

@@ -1,8 +1,8 @@
 """The netem stage's per-packet allowance (tests/netem/vm_allowance.py), without a VM.
 
-Sentences come from the product's own comparison (tfolab.lab.packets) of the
-model's segments against the same segments with one made late, so the parser
-reads what a run prints. The allowance counts the trips on a segment's own
+Disagreements come from the product's own comparison (tfolab.lab.packets) of
+the model's segments against the same segments with one made late, as a run's
+JSON gives them (`packet_disagreements`). The allowance counts the trips on a segment's own
 causal path: one trip's measured cost (4.2 ms) passes anywhere, while a
 segment late by a round trip (2D) or by a 40 ms delayed-ACK stall fails,
 however far into its iteration it arrives.
@@ -17,16 +17,11 @@ from typing import Any
 
 import pytest
 
-from tests.netem.vm_allowance import (
-    VM_TRIP_MS,
-    beyond_the_vm,
-    iteration_start,
-    parse_arrival,
-    segments_of,
-    trips_on_path,
-)
-from tfolab.lab import packets, session
+from tests.netem.vm_allowance import VM_TRIP_MS, beyond_the_vm, iteration_start, trips_on_path
+from tfolab.lab import packet_rows, packets
 from tfolab.lab.catalog import find_lab
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
 from tfolab.model import Simulation
 
 D = 10.0
@@ -35,19 +30,19 @@ ONE_TRIP_MEASURED_MS = 4.2  # the worst one-trip lateness seen in the VM (DESIGN
 
 
 def predicted(lab: str, scenario: str) -> tuple[Simulation, list[dict[str, Any]]]:
-    planned = session.plan(find_lab(lab), scenario)
-    result = session.predict(find_lab(lab), planned, D, backend="netem", hz=HZ)
+    result = predict(plan(find_lab(lab), scenario, delay_ms=D), backend="netem", hz=HZ)
     (only,) = result.scenarios
     return only.simulation, only.to_json(measured=False)["timeline"]
 
 
-Pick = Callable[[packets.Row], bool]
+Pick = Callable[[packet_rows.Row], bool]
 
 
-def late_sentence(sim: Simulation, pick: Pick, beyond_band_ms: float) -> str:
-    """The comparison's one sentence when the picked segment arrives `beyond_band_ms` after
-    the model's band ends (before it starts, when negative)."""
-    model = packets.model_rows(sim)
+def late_arrival(sim: Simulation, pick: Pick, beyond_band_ms: float) -> dict[str, Any]:
+    """The comparison's one disagreement, as the run's JSON states it, when the picked
+    segment arrives `beyond_band_ms` after the model's band ends (before it starts, when
+    negative)."""
+    model = packet_rows.model_rows(sim)
     (target,) = [row for row in model if pick(row) and not row.optional]
     late_by_ms = beyond_band_ms + math.copysign(target.band_ms, beyond_band_ms)
     kernel = [
@@ -55,9 +50,10 @@ def late_sentence(sim: Simulation, pick: Pick, beyond_band_ms: float) -> str:
         for row in model
         if not row.optional
     ]
-    starts = packets.model_starts(sim)
-    (sentence,) = packets.packet_diff(model, kernel, starts, starts)
-    return sentence
+    starts = packet_rows.model_starts(sim)
+    (pair,) = [p for p in packets.pairs(model, kernel, starts, starts) if p.disagreement]
+    assert pair.disagreement is not None
+    return pair.disagreement.to_json()
 
 
 def row(sender: str, iteration: int, flags: tuple[str, ...], ack: int, length: int = 0) -> Pick:
@@ -101,8 +97,8 @@ def test_trips_are_the_segments_on_the_causal_path_not_the_time_elapsed() -> Non
 def test_an_iteration_starts_at_its_earliest_event_as_the_comparison_says(lab: str) -> None:
     for scenario in find_lab(lab).scenarios:
         sim, timeline = predicted(lab, scenario.name)
-        starts = packets.model_starts(sim)
-        compared = {row.iteration for row in packets.model_rows(sim)}  # the setup's (0) too
+        starts = packet_rows.model_starts(sim)
+        compared = {row.iteration for row in packet_rows.model_rows(sim)}  # the setup's (0) too
         assert compared >= set(range(1, len(sim.predictions) + 1))
         for i in sorted(compared):
             assert iteration_start(timeline, i) == pytest.approx(starts[i]), (scenario.name, i)
@@ -116,16 +112,16 @@ def test_an_iteration_starts_at_its_earliest_event_as_the_comparison_says(lab: s
         ("handshake", "plain", SYN_ACK, 2),
     ],
 )
-def test_one_trips_cost_passes_and_the_sentence_names_its_segment(
+def test_one_trips_cost_passes_and_the_disagreement_names_its_segment(
     lab: str, scenario: str, pick: Pick, trips: int
 ) -> None:
     sim, timeline = predicted(lab, scenario)
-    sentence = late_sentence(sim, pick, ONE_TRIP_MEASURED_MS)
-    arrival = parse_arrival(sentence)
-    assert arrival is not None, sentence
-    (named,) = segments_of(arrival, timeline)
+    arrival = late_arrival(sim, pick, ONE_TRIP_MEASURED_MS)
+    assert arrival["kind"] == "arrival", arrival
+    (named,) = [e for e in timeline if e["id"] == arrival["event"]]
+    assert pick(next(r for r in packet_rows.model_rows(sim) if r.event_id == named["id"]))
     assert trips_on_path(named, timeline) == trips
-    assert beyond_the_vm(sentence, timeline) is None
+    assert beyond_the_vm(arrival, timeline) is None
 
 
 @pytest.mark.parametrize(
@@ -141,20 +137,20 @@ def test_a_round_trip_or_a_delayed_ack_stall_late_fails(
     lab: str, scenario: str, pick: Pick, beyond_band_ms: float
 ) -> None:
     sim, timeline = predicted(lab, scenario)
-    sentence = late_sentence(sim, pick, beyond_band_ms)
-    said = beyond_the_vm(sentence, timeline)
-    assert said is not None and f"x {VM_TRIP_MS:g} ms more" in said, sentence
+    arrival = late_arrival(sim, pick, beyond_band_ms)
+    said = beyond_the_vm(arrival, timeline)
+    assert said is not None and f"x {VM_TRIP_MS:g} ms more" in said, arrival
 
 
 def test_what_cannot_be_judged_is_never_allowed() -> None:
     sim, timeline = predicted("delack", "nagle")
-    early = late_sentence(sim, TIMER_ACK, -10.0)
+    early = late_arrival(sim, TIMER_ACK, -10.0)
     with pytest.raises(AssertionError, match="earlier than the model's band"):
         beyond_the_vm(early, timeline)
-    late = late_sentence(sim, TIMER_ACK, 20.0)
-    elsewhere = late.replace("the model said 63.20 ms", "the model said 61.20 ms")
-    assert elsewhere != late
-    with pytest.raises(AssertionError, match="no segment of the model's timeline"):
+    late = late_arrival(sim, TIMER_ACK, 20.0)
+    elsewhere = late | {"event": max(e["id"] for e in timeline) + 1}
+    with pytest.raises(AssertionError, match="no event of the model's timeline"):
         beyond_the_vm(elsewhere, timeline)
+    missing = late | {"kind": "missing", "sentence": "the kernel sent no such segment"}
     with pytest.raises(AssertionError, match="not a late arrival"):
-        beyond_the_vm("connection 1, server: the kernel sent no such segment", timeline)
+        beyond_the_vm(missing, timeline)

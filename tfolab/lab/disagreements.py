@@ -12,7 +12,9 @@ Rules:
   can cause it; everything else is TCP.
 - `sentence()` is the only wording of each kind; the JSON's `packet_diff`, the
   CLI, the TUI and the ladder all show these sentences. `to_json()` gives the
-  kind and the facts beside the sentence (DESIGN.md, "Contracts").
+  kind and the facts beside the sentence (DESIGN.md, "Contracts"), among them
+  the model's event the disagreement is about (`event`, an id of the
+  timeline), so nobody finds it again by its words.
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ class Moment:
 
 def _where(row: Row) -> str:
     return f"connection {row.connection}, {row.sender}"
+
+
+def model_event(row: Row) -> int | None:
+    """The id of the model's event a model row states: its Segment, or for a race's other
+    outcome (no segment of its own) the race's Timer; None for a captured row."""
+    if row.event_id is not None:
+        return row.event_id
+    return row.race_group or None
 
 
 def _facts(kind: str, row: Row, sentence: str, **more: Any) -> dict[str, Any]:
@@ -75,6 +85,7 @@ class Changed:
             self.model,
             self.sentence(),
             model=self.model.words(),
+            event=model_event(self.model),
             kernel=self.kernel.words(),
             at=self.at.to_json(),
         )
@@ -96,7 +107,12 @@ class Missing:
 
     def to_json(self) -> dict[str, Any]:
         return _facts(
-            self.kind, self.model, self.sentence(), model=self.model.words(), at=self.at.to_json()
+            self.kind,
+            self.model,
+            self.sentence(),
+            model=self.model.words(),
+            event=model_event(self.model),
+            at=self.at.to_json(),
         )
 
 
@@ -148,6 +164,7 @@ class WrongWindow:
             self.model,
             self.sentence(),
             segment=self.model.words(),
+            event=model_event(self.model),
             window=self.window,
             allowed=list(self.allowed),
             at=self.at.to_json(),
@@ -187,6 +204,7 @@ class Arrival:
             self.model,
             self.sentence(),
             segment=self.model.words(),
+            event=model_event(self.model),
             iteration=self.iteration,
             kernel_ms=round(self.kernel_ms, 3),
             model_ms=round(self.model_ms, 3),
