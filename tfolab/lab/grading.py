@@ -146,9 +146,9 @@ def grade(
         band = max(by_i[i].tolerance_ms for i in iterations)
         allowed = allowance(model, band)
         typical = _typical(iterations, by_i)
-        path = explained[typical].explanation if typical in explained else ""
+        steps = explained[typical].steps if typical in explained else ()
         hops = explained[typical].packets_on_path if typical in explained else 0
-        model_words = _model_words(hops, by_i[typical].predicted_ms, one_way_delay_ms, path)
+        model_words = _model_words(hops, by_i[typical].predicted_ms, one_way_delay_ms, steps)
         ok = model.distance(predicted) <= allowed
         sentence = _sentence(
             quantity, expression, predicted, model, model_words, ok, allowed, hops, reason
@@ -185,7 +185,7 @@ def _typical(iterations: tuple[int, ...], by_i: Mapping[int, Any]) -> int:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def _model_words(hops: int, value_ms: float, delay_ms: float, path: str) -> str:
+def _model_words(hops: int, value_ms: float, delay_ms: float, steps: tuple[str, ...]) -> str:
     """The model's value in D: "2D = 20.0 ms", "4D + 44 ms = 84.0 ms", with its path."""
     rest = value_ms - hops * delay_ms
     if hops and delay_ms:
@@ -193,8 +193,7 @@ def _model_words(hops: int, value_ms: float, delay_ms: float, path: str) -> str:
         head = f"{in_d} = {value_ms:.1f} ms"
     else:
         head = f"{value_ms:.1f} ms"
-    steps = path.partition(": ")[2]
-    return f"{head} ({steps})" if steps else head
+    return f"{head} ({', '.join(steps)})" if steps else head
 
 
 def _sentence(

@@ -50,6 +50,8 @@ class IterationPrediction:
     packets_on_path: int = 0
     timers_on_path: int = 0
     path: tuple[int, ...] = ()  # event ids from start to end
+    # what the path is made of, in words: each segment's and each fired timer's
+    steps: tuple[str, ...] = ()
 
     @property
     def low_ms(self) -> float:
@@ -64,6 +66,7 @@ class IterationPrediction:
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
+        del data["steps"]  # the explanation says them
         data["path"] = list(self.path)
         data["low_ms"] = round(self.low_ms, 6)
         data["high_ms"] = round(self.high_ms, 6)
@@ -111,15 +114,17 @@ def predict(
             + len(segments) * accuracy.per_packet_delay_error_ms
             + accuracy.host_overhead_ms
         )
+        steps = _steps(path, by_id)
         out.append(
             IterationPrediction(
                 i=i,
                 predicted_ms=round(predicted, 6),
                 tolerance_ms=round(tolerance, 6),
-                explanation=_explain(path, by_id, len(segments), fired, ato_ms, tick_ms, hz),
+                explanation=_explain(steps, len(segments), fired, ato_ms, tick_ms, hz),
                 packets_on_path=len(segments),
                 timers_on_path=len(fired),
                 path=tuple(e.id for e in path),
+                steps=steps,
             )
         )
     return tuple(out)
@@ -165,9 +170,21 @@ def segment_bands(
     return bands
 
 
+def _steps(path: list[Event], by_id: dict[int, Event]) -> tuple[str, ...]:
+    """Each segment on the path by what it carries, each fired timer with its wait."""
+    steps = []
+    for event in path:
+        if isinstance(event, Segment):
+            steps.append(event.what)
+        elif isinstance(event, Timer) and event.action == "fired":
+            armed = by_id.get(event.caused_by) if event.caused_by is not None else None
+            wait = event.time_ms - armed.time_ms if armed is not None else 0.0
+            steps.append(f"[{event.side} delayed-ACK timer {wait:.1f} ms]")
+    return tuple(steps)
+
+
 def _explain(
-    path: list[Event],
-    by_id: dict[int, Event],
+    steps: tuple[str, ...],
     hops: int,
     fired: list[Timer],
     ato_ms: float,
@@ -179,14 +196,6 @@ def _explain(
         band = f"{ato_ms:g}-{ato_ms + tick_ms:g} ms at HZ={hz}"
         head += " + delayed ACK" if len(fired) == 1 else f" + {len(fired)} delayed ACKs"
         head += f" ({band})"
-    steps = []
-    for event in path:
-        if isinstance(event, Segment):
-            steps.append(event.what)
-        elif isinstance(event, Timer) and event.action == "fired":
-            armed = by_id.get(event.caused_by) if event.caused_by is not None else None
-            wait = event.time_ms - armed.time_ms if armed is not None else 0.0
-            steps.append(f"[{event.side} delayed-ACK timer {wait:.1f} ms]")
     if not steps:
         return f"{head}: no packet on the path"
     return f"{head}: " + ", ".join(steps)
