@@ -1,6 +1,6 @@
-"""A measuring run keeps a served class off a CPU (tfolab.core.cpus), for real: processes
-shaped like serve's sessions and their waiting runs are moved off the last CPU and back,
-and nothing moves outside a served session."""
+"""A measuring run keeps a served class off a CPU (tfolab.runner.served_class), for real:
+processes shaped like serve's sessions and their waiting runs are moved off the last CPU
+and back, and nothing moves outside a served session."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tfolab.core import cpus
+from tfolab.runner import served_class as served
 
 pytestmark = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to keep one free"
@@ -36,7 +36,7 @@ def _tree(root: int) -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            parent = cpus._parent(int(entry))
+            parent = served.parent(int(entry))
             if parent is not None:
                 children.setdefault(parent, []).append(int(entry))
     return children
@@ -68,12 +68,12 @@ def test_a_served_run_moves_the_class_off_the_last_cpu_and_back(
 ) -> None:
     server, ui, waiting = served_class
     every = sorted(os.sched_getaffinity(0))
-    monkeypatch.setenv(cpus.SERVED_BY_ENV, str(server))
-    moved = cpus.spare_for_measuring(1)
+    monkeypatch.setenv(served.SERVED_BY_ENV, str(server))
+    moved = served.spare_for_measuring(1)
     assert sorted(moved) == sorted([ui, waiting])
     assert os.sched_getaffinity(ui) == os.sched_getaffinity(waiting) == set(every[:-1])
     assert os.sched_getaffinity(server) == set(every)  # the relay keeps its CPUs
-    cpus.give_back(moved)
+    served.give_back(moved)
     assert os.sched_getaffinity(ui) == os.sched_getaffinity(waiting) == set(every)
 
 
@@ -85,11 +85,11 @@ def test_a_run_widens_itself_and_its_lab_first(
     lab = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         os.sched_setaffinity(lab.pid, {0})  # started while another run measured
-        monkeypatch.setenv(cpus.SERVED_BY_ENV, str(server))
-        moved = cpus.spare_for_measuring(1, (lab.pid,))
+        monkeypatch.setenv(served.SERVED_BY_ENV, str(server))
+        moved = served.spare_for_measuring(1, (lab.pid,))
         assert os.sched_getaffinity(lab.pid) == every
         assert lab.pid not in moved
-        cpus.give_back(moved)
+        served.give_back(moved)
     finally:
         lab.kill()
         lab.wait()
@@ -99,11 +99,11 @@ def test_outside_a_served_session_nothing_moves(
     served_class: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, ui, _ = served_class
-    monkeypatch.delenv(cpus.SERVED_BY_ENV, raising=False)
+    monkeypatch.delenv(served.SERVED_BY_ENV, raising=False)
     before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(before)})  # the user's own taskset
     try:
-        assert cpus.spare_for_measuring(1) == []
+        assert served.spare_for_measuring(1) == []
         assert os.sched_getaffinity(0) == {min(before)}  # left as the user set it
     finally:
         os.sched_setaffinity(0, before)
