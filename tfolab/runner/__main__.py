@@ -60,7 +60,7 @@ def main() -> int:
                 first = prepare_scenario(network, job.scenarios[0])
                 turn.dismantle_at_end(first.server.stop)
                 # Namespace + delay + the first server ready is the lab's setup time.
-                notes = [*delay.notes, scheduling, turn.table.note, heads_note]
+                notes = [*delay.notes, scheduling, turn.table.note, heads_note]  # some ""
                 emit(
                     Setup(
                         backend=delay.backend,

@@ -49,7 +49,8 @@ STOPPING = (signal.SIGTERM, signal.SIGHUP)  # unwind an open turn (SystemExit)
 HELD_BACK = (*STOPPING, signal.SIGINT)  # wait while a turn gives back
 
 Emit = Callable[[Event], None]
-Handler = Any  # what signal.signal returns: a callable, SIG_DFL, SIG_IGN, or None
+# What signal.signal returns: a handler, SIG_DFL or SIG_IGN, or None (one not set from Python).
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 @dataclass(frozen=True)
