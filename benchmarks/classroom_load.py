@@ -262,7 +262,7 @@ def stand_aside() -> None:
 
 def behind_the_sessions() -> None:
     """SCHED_IDLE for this thread (and the threads it starts), off the CPU that measuring
-    runs keep free of UIs (tfolab.core.cpus): only after serve started, since a child
+    runs keep free of UIs (tfolab.runner.served_class): only after serve started, since a child
     would inherit both and could not leave SCHED_IDLE."""
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     every = sorted(os.sched_getaffinity(0))

@@ -22,6 +22,7 @@ ALLOWED = {
     "runner/test_autogroup.py": (1, "scheduler autogroups: a kernel option CI may lack"),
     "serve/test_serve_autogroup.py": (1, "scheduler autogroups: a kernel option CI may lack"),
     "runner/test_cpus.py": (1, "needs two CPUs to keep one free: CI's size, not its software"),
+    "runner/test_turn.py": (1, "needs two CPUs to keep one free: CI's size, not its software"),
 }
 SKIPS = {"skip", "skipif", "importorskip", "SkipTest"}
 SKIP_MODULES = {"pytest", "_pytest", "_pytest.outcomes", "_pytest.skipping", "unittest"}

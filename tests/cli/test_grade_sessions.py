@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from tests.cli.test_grade_hostile import ROOT, grade
-from tfolab.core.cpus import SERVED_BY_ENV
 from tfolab.lab.attempts import RESULTS_DIR_ENV
+from tfolab.runner.served_class import SERVED_BY_ENV
 
 SAVE = """
 import sys

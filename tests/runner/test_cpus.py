@@ -1,66 +1,20 @@
-"""A measuring run keeps a served class off a CPU (tfolab.core.cpus), for real: processes
-shaped like serve's sessions and their waiting runs are moved off the last CPU and back,
-and nothing moves outside a served session."""
+"""A measuring run keeps a served class off a CPU (tfolab.runner.served_class), for real:
+processes shaped like serve's sessions and their waiting runs are moved off the last CPU
+and back, and nothing moves outside a served session."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 
 import pytest
 
-from tfolab.core import cpus
+from tfolab.runner import served_class as served
 
 pytestmark = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to keep one free"
 )
-
-# A "server" that starts a "UI" (argv ending in `-m tfolab`, as textual-serve's sessions
-# are started through a shell), which starts a "run" waiting in line; all just sleep.
-SLEEP = "import time; time.sleep(60)"
-RUN = (
-    "import subprocess, sys; "
-    f"subprocess.Popen([sys.executable, '-c', {SLEEP!r}, '-m', 'tfolab.runner']); {SLEEP}"
-)
-SERVER = f"""
-import subprocess, sys
-subprocess.Popen(["sh", "-c", f"{{sys.executable}} -c \\"{RUN}\\" -m tfolab; true"])
-{SLEEP}
-"""
-
-
-def _tree(root: int) -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            parent = cpus._parent(int(entry))
-            if parent is not None:
-                children.setdefault(parent, []).append(int(entry))
-    return children
-
-
-@pytest.fixture
-def served_class() -> Iterator[tuple[int, int, int]]:
-    """(server, ui, waiting run) pids, alive."""
-    server = subprocess.Popen([sys.executable, "-c", SERVER], start_new_session=True)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            tree = _tree(server.pid)
-            shells = tree.get(server.pid, [])
-            uis = [ui for shell in shells for ui in tree.get(shell, [])]
-            runs = [run for ui in uis for run in tree.get(ui, [])]
-            if uis and runs:
-                yield server.pid, uis[0], runs[0]
-                return
-            time.sleep(0.05)
-        pytest.fail("the fake class did not start")
-    finally:
-        os.killpg(server.pid, 9)
-        server.wait()
 
 
 def test_a_served_run_moves_the_class_off_the_last_cpu_and_back(
@@ -68,12 +22,12 @@ def test_a_served_run_moves_the_class_off_the_last_cpu_and_back(
 ) -> None:
     server, ui, waiting = served_class
     every = sorted(os.sched_getaffinity(0))
-    monkeypatch.setenv(cpus.SERVED_BY_ENV, str(server))
-    moved = cpus.spare_for_measuring(1)
+    monkeypatch.setenv(served.SERVED_BY_ENV, str(server))
+    moved = served.spare_for_measuring(1)
     assert sorted(moved) == sorted([ui, waiting])
     assert os.sched_getaffinity(ui) == os.sched_getaffinity(waiting) == set(every[:-1])
     assert os.sched_getaffinity(server) == set(every)  # the relay keeps its CPUs
-    cpus.give_back(moved)
+    served.give_back(moved)
     assert os.sched_getaffinity(ui) == os.sched_getaffinity(waiting) == set(every)
 
 
@@ -85,11 +39,11 @@ def test_a_run_widens_itself_and_its_lab_first(
     lab = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         os.sched_setaffinity(lab.pid, {0})  # started while another run measured
-        monkeypatch.setenv(cpus.SERVED_BY_ENV, str(server))
-        moved = cpus.spare_for_measuring(1, (lab.pid,))
+        monkeypatch.setenv(served.SERVED_BY_ENV, str(server))
+        moved = served.spare_for_measuring(1, (lab.pid,))
         assert os.sched_getaffinity(lab.pid) == every
         assert lab.pid not in moved
-        cpus.give_back(moved)
+        served.give_back(moved)
     finally:
         lab.kill()
         lab.wait()
@@ -99,11 +53,11 @@ def test_outside_a_served_session_nothing_moves(
     served_class: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, ui, _ = served_class
-    monkeypatch.delenv(cpus.SERVED_BY_ENV, raising=False)
+    monkeypatch.delenv(served.SERVED_BY_ENV, raising=False)
     before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(before)})  # the user's own taskset
     try:
-        assert cpus.spare_for_measuring(1) == []
+        assert served.spare_for_measuring(1) == []
         assert os.sched_getaffinity(0) == {min(before)}  # left as the user set it
     finally:
         os.sched_setaffinity(0, before)

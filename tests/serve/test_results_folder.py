@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tfolab.core.cpus import SERVED_BY_ENV
 from tfolab.core.errors import UserError
 from tfolab.core.privileges import find_account
 from tfolab.lab.attempts import RESULTS_DIR_ENV
 from tfolab.lab.results_folder import FOLDER_MODE, check_results, prepare_results
+from tfolab.runner.served_class import SERVED_BY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("root")  # to be other users

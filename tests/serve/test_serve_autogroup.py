@@ -1,7 +1,7 @@
 """How `tfolab serve` makes room for measuring runs: one scheduler autogroup at nice 19
 that all its sessions share (tfolab.core.autogroup.lead_low_group), whether started as a
 shell's job or not; and its sessions name it, so that their runs can keep the class off a
-CPU while they measure (tfolab.core.cpus)."""
+CPU while they measure (tfolab.runner.served_class)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from tests.serve.test_serve import _descendants
-from tfolab.core import cpus
+from tfolab.runner import served_class
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/autogroup").exists()
@@ -83,10 +83,10 @@ async def test_sessions_name_their_server_for_the_spare_cpu(serve) -> None:
         websocket = await _first_screen(ws_url, http)
         (session,) = _sessions(served.process.pid)
         environment = Path(f"/proc/{session}/environ").read_bytes().split(b"\0")
-        named = [v for v in environment if v.startswith(cpus.SERVED_BY_ENV.encode() + b"=")]
+        named = [v for v in environment if v.startswith(served_class.SERVED_BY_ENV.encode() + b"=")]
         assert len(named) == 1
         server = int(named[0].split(b"=")[1])
-        assert session in cpus.the_class(server, measuring=0)
+        assert session in served_class.the_class(server, measuring=0)
         await websocket.close()
 
 

@@ -17,7 +17,6 @@ import pytest
 
 from tests.serve.test_serve_autogroup import _sessions
 from tfolab.core import slots
-from tfolab.core.cpus import SERVED_BY_ENV
 from tfolab.core.errors import UserError
 from tfolab.lab import served_budget, session
 from tfolab.lab.catalog import find_lab
@@ -25,6 +24,7 @@ from tfolab.lab.plan import for_real, plan
 from tfolab.lab.prediction import predict
 from tfolab.runner import client
 from tfolab.runner.protocol import BenchJob, Failed, SlotTaken
+from tfolab.runner.served_class import SERVED_BY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")

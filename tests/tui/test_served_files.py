@@ -11,10 +11,10 @@ from textual.widgets import Input
 
 from tests.tui.conftest import SIZE
 from tests.tui.test_predict import type_into
-from tfolab.core.cpus import SERVED_BY_ENV
 from tfolab.core.errors import UserError
 from tfolab.lab import attempts, identity
 from tfolab.lab.names import NAME_MAX
+from tfolab.runner.served_class import SERVED_BY_ENV
 from tfolab.tui.classroom import SessionNameScreen
 from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.widgets.predict import PredictForm

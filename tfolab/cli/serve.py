@@ -225,10 +225,10 @@ def check_interpreter(account: Account | None) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from tfolab.core import autogroup
-    from tfolab.core.cpus import SERVED_BY_ENV
     from tfolab.core.privileges import drop_to
     from tfolab.lab.environment import REAL_RUNS_OFF_ENV
     from tfolab.lab.results_folder import check_results, prepare_results
+    from tfolab.runner.served_class import SERVED_BY_ENV
     from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
     from tfolab.tui.web_guard import host_names
 
@@ -265,7 +265,7 @@ def handle(args: argparse.Namespace) -> int:
                 "give that user the folder (chown), or another --results",
             )
         os.environ.update(session_environment(home, results))
-        # Its sessions' runs keep the class's UIs off a CPU while they measure (core.cpus).
+        # Its sessions' runs keep the class's UIs off a CPU while measuring (runner.served_class).
         os.environ[SERVED_BY_ENV] = str(os.getpid())
         if args.labs_dir is not None:
             from tfolab.lab.catalog import LABS_DIR_ENV

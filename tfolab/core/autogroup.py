@@ -71,10 +71,9 @@ def lead_low_group(
 ) -> bool:
     """Lead an autogroup at nice 19 that everything this process starts from now on shares.
 
-    One group for all of them, not one each: thirty groups at nice 19 still
-    take turns with a measuring run, one group hardly does (measured: four
-    busy loops in four such groups moved a run's iterations by up to 4 ms, in
-    one group by at most 1.5 ms). How, by where this process stands:
+    One group for all of them, not one each: many groups at nice 19 still
+    take turns with a measuring run, one group hardly does (docs/DESIGN.md,
+    "Measurement slots"). How, by where this process stands:
     - it leads its session: the group is its own already, lowered in place;
     - it leads no process group: setsid, then lowered;
     - it leads a shell's job: setsid is refused, and lowering its group would

@@ -29,10 +29,9 @@ Rules:
   N slots overlap each other.
 - Settle after a hand-over: a slot file holds when its last holder took it
   ("T <ns>") or gave it back ("R <ns>", CLOCK_MONOTONIC, one clock for the
-  whole machine). The kernel destroys a finished lab's namespace after its
-  runner is gone, asynchronously; so a new holder measures only SETTLE_S after
-  the last release (or after it took the slot, when its holder died without
-  one). Measured: 30 served sessions, 84% in band without it, 93% with it.
+  whole machine), so `acquire(settle_s=...)` hands a slot over only
+  `settle_s` after its last release (or after it was taken, when its holder
+  died without one). How long is the caller's to say (tfolab.runner.turn).
 - N is written once, in the directory's `size` file, by whoever makes the
   directory (TFOLAB_SLOTS, else `default_size()`); every process uses that
   one value, so no two disagree about how many slots there are.
@@ -71,7 +70,6 @@ from tfolab.core.slot_files import LockTimeout, Untrusted
 
 DIR_ENV = "TFOLAB_SLOTS_DIR"
 SIZE_ENV = "TFOLAB_SLOTS"
-SETTLE_S = 0.15  # after a hand-over: the kernel tears the last lab's namespace down meanwhile
 POLL_S = 0.005  # the head of the line tries the slots this often (one process polls, not all)
 RECOUNT_S = 0.5  # how often a waiter recounts who is ahead, where it cannot watch the line
 RECOUNT_FALLBACK_S = 5.0  # watching the line (inotify), it recounts at hand-overs, and this often
@@ -236,24 +234,27 @@ class SlotTable:
         slot.quiet_fd = fd
 
     @staticmethod
-    def _settle(slot: Slot) -> None:
-        """Wait until SETTLE_S after the slot's last hand-over, then mark it taken."""
+    def _settle(slot: Slot, settle_s: float) -> None:
+        """Wait until `settle_s` after the slot's last hand-over, then mark it taken."""
         os.lseek(slot.fd, 0, os.SEEK_SET)
         record = os.read(slot.fd, 64).decode(errors="replace").split()
         if len(record) == 2 and record[1].isdigit():
             # "R": given back then; "T": taken then and never given back (its holder died)
             since_s = (time.monotonic_ns() - int(record[1])) / 1e9
-            if 0 <= since_s < SETTLE_S:  # (a record from before a reboot is older)
-                time.sleep(SETTLE_S - since_s)
+            if 0 <= since_s < settle_s:  # (a record from before a reboot is older)
+                time.sleep(settle_s - since_s)
         _record(slot.fd, "T")
 
     # --- taking a slot ---------------------------------------------------------
 
-    def acquire(self, on_wait: Callable[[int], None] | None = None) -> Slot:
-        """Wait in line for a slot, then for quiet (blocking); `on_wait(k)`: k waiters ahead."""
+    def acquire(
+        self, on_wait: Callable[[int], None] | None = None, *, settle_s: float = 0.0
+    ) -> Slot:
+        """Wait in line for a slot, then `settle_s` after its last hand-over, then for quiet
+        (blocking); `on_wait(k)`: k waiters ahead."""
         started = time.monotonic()
         slot = self._in_line(started, on_wait)
-        self._settle(slot)
+        self._settle(slot, settle_s)
         self._quiet(slot)
         slot.waited_ms = round((time.monotonic() - started) * 1000, 1)
         return slot

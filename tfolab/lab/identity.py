@@ -21,7 +21,7 @@ import re
 import secrets
 import socket
 
-from tfolab.core.cpus import SERVED_BY_ENV
+from tfolab.runner.served_class import SERVED_BY_ENV
 
 SESSION_ID_ENV = "TFOLAB_SESSION_ID"
 IDENTITY = re.compile(r"[A-Za-z0-9@._ -]{1,80}")

@@ -1,7 +1,7 @@
 """What one served session may ask of the machine's measurement slots.
 
 A terminal's user owns their machine's time; a class shares it. In a served
-session (`tfolab serve` names itself in TFOLAB_SERVED_BY, core.cpus):
+session (`tfolab serve` names itself in TFOLAB_SERVED_BY, runner.served_class):
 
 Rules:
 - A run is checked whole before it starts: the model's predicted time of
@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from tfolab.core.cpus import SERVED_BY_ENV
 from tfolab.core.errors import UserError
+from tfolab.runner.served_class import SERVED_BY_ENV
 
 if TYPE_CHECKING:
     from tfolab.lab.bench_plan import BenchPlan

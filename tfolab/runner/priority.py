@@ -1,17 +1,14 @@
 """How a measuring lab's processes get the CPU at once when they wake.
 
-Lab processes are almost always asleep; on a busy machine a woken one can
-wait out another task's time slice (about 3 ms with EEVDF), which would be
-measured as TCP. Root's runs take a low real-time priority, SCHED_FIFO 5
-(tfo-delay takes its own 10), and only while a measurement slot is held, so
+Rules: lab processes are almost always asleep; on a busy machine a woken one
+can wait out another task's time slice (about 3 ms with EEVDF), which would
+be measured as TCP.
+Root's runs take a low real-time priority, SCHED_FIFO 5 (tfo-delay takes its
+own 10), and only while a measurement slot is held (tfolab.runner.turn), so
 runs still setting up or waiting in line never compete at the measuring run's
 priority. Unprivileged runs stay on normal scheduling; what makes room for
-them is that the rest yields (tfolab.core.autogroup).
-
-Measured, and left out: EEVDF's shortest slice (sched_attr.sched_runtime
-0.1 ms, which lets a woken task preempt at once through PREEMPT_SHORT) made
-no difference to unprivileged runs, against busy loops in nice-0 or nice-19
-autogroups nor in a class of thirty.
+them is that the rest yields (tfolab.core.autogroup, tfolab.runner.served_class).
+What was tried and left out is in docs/DESIGN.md, "Measurement slots".
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from tfolab.core.cpus import threads
+from tfolab.core.affinity import threads
 
 LAB_RT_PRIORITY = 5
 

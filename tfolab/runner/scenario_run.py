@@ -1,16 +1,18 @@
 """Run one scenario for real inside the lab namespace, one event per measurement.
 
 Rules: called only by the runner process, after the namespace and the delay
-are in place. Every scenario starts from a known state: its own sysctls, a
-fresh TFO key, its cookie-cache policy and its own echo server; the TcpExt
-counters and the server application's own counts (accepted, requests) are read
-before and after, so their deltas belong to this scenario's measured part.
+are in place, in two steps: `prepare_scenario` (its sysctls and its own echo
+server; the first scenario's before the run holds a measurement slot) and
+`measure_scenario` (only while the slot is held: tfolab.runner.turn), which
+stops the server however it ends. Every scenario starts from a known state:
+its own sysctls, a fresh TFO key, its cookie-cache policy and its own echo
+server; the TcpExt counters and the server application's own counts
+(accepted, requests) are read before and after, so their deltas belong to
+this scenario's measured part.
 A replay_syn scenario's last iteration resends iteration 1's captured SYN from
 a raw socket (replay.py), REPLAY_GAP after the previous client returned + 3D;
 it is timed from that send to the arrival of the replayed connection's
 response on the capture.
-`on_server_ready(pid)` runs once the server is up and before anything is
-measured: the runner takes its measurement slot there (tfolab.core.slots).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from tfolab.runner.protocol import (
     Note,
     ScenarioStarted,
 )
-from tfolab.runner.server import LAB_CONGESTION_CONTROL, start_server
+from tfolab.runner.server import LAB_CONGESTION_CONTROL, EchoServer, start_server
 
 Emit = Callable[[Event], None]
 
@@ -138,17 +140,23 @@ def headline_ms(config: ScenarioConfig, sample: native.Sample) -> float:
     return sample.round_ms if config.pattern == "wwr" else sample.first_byte_ms
 
 
-def run_scenario(
-    network: LabNetwork,
-    scenario: JobScenario,
-    emit: Emit,
-    on_server_ready: Callable[[int], None] | None = None,
-) -> None:
+@dataclass(frozen=True)
+class PreparedScenario:
+    """A scenario ready to measure: its namespace configured, its echo server up."""
+
+    scenario: JobScenario
+    server: EchoServer
+
+
+def prepare_scenario(network: LabNetwork, scenario: JobScenario) -> PreparedScenario:
+    configure_namespace(network, scenario.config)
+    return PreparedScenario(scenario, start_server(network.server_executable, scenario.config))
+
+
+def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit) -> None:
+    """Measure a prepared scenario, its events emitted as they come; its server stops."""
+    scenario, server = prepared.scenario, prepared.server
     config = scenario.config
-    configure_namespace(network, config)
-    server = start_server(network.server_executable, config)
-    if on_server_ready is not None:
-        on_server_ready(server.process.pid)
     emit(ScenarioStarted(scenario.name))
     try:
         # One unmeasured plain exchange first: a freshly started server's first

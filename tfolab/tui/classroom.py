@@ -15,7 +15,7 @@ Rules:
   a group of its own, at nice 0, only once it holds a measurement slot
   (tfolab/runner), so thirty UIs redrawing and twenty-nine runs waiting do
   not delay a measurement's wake-ups. While it measures, that run also keeps
-  them all off one CPU (tfolab.core.cpus), so its lab always finds one idle.
+  them all off one CPU (tfolab.runner.served_class), so its lab always finds one idle.
 """
 
 from __future__ import annotations
