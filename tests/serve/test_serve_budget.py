@@ -20,8 +20,9 @@ from tfolab.core import slots
 from tfolab.core.errors import UserError
 from tfolab.lab import served_budget, session
 from tfolab.lab.catalog import find_lab
-from tfolab.lab.plan import for_real, plan
+from tfolab.lab.plan import plan
 from tfolab.lab.prediction import predict
+from tfolab.lab.run_plan import for_real
 from tfolab.runner import client
 from tfolab.runner.protocol import BenchJob, Failed, SlotTaken
 from tfolab.runner.served_class import SERVED_BY_ENV

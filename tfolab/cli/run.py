@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from tfolab.lab import session
-    from tfolab.lab.plan import for_real
+    from tfolab.lab.run_plan import for_real
     from tfolab.view import report
     from tfolab.view.run_summary import delay_words, miss_words, summarize
 

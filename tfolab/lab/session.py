@@ -19,7 +19,6 @@ from collections.abc import Callable
 from tfolab.core.errors import UserError
 from tfolab.lab import counters as counter_check
 from tfolab.lab import served_budget
-from tfolab.lab.plan import RunPlan
 from tfolab.lab.prediction import predict
 from tfolab.lab.progress import (
     InLine,
@@ -31,6 +30,7 @@ from tfolab.lab.progress import (
     ScenarioRunning,
 )
 from tfolab.lab.results import LabResult, ScenarioResult
+from tfolab.lab.run_plan import RunPlan
 from tfolab.runner import client
 from tfolab.runner.protocol import (
     Captured,

@@ -53,10 +53,11 @@ from textual.widgets import Footer, Header, Static
 from tfolab.core.errors import UserError
 from tfolab.lab import pcap, session
 from tfolab.lab.catalog import Lab
-from tfolab.lab.plan import LabPlan, for_real, plan
+from tfolab.lab.plan import LabPlan, plan
 from tfolab.lab.prediction import predict
 from tfolab.lab.progress import Progress
 from tfolab.lab.results import LabResult
+from tfolab.lab.run_plan import for_real
 from tfolab.model.events import Event as ModelEvent
 from tfolab.tui.context import tfolab_app
 from tfolab.tui.screens.jump import JumpScreen
