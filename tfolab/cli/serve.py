@@ -3,8 +3,9 @@
 Rules:
 - Everything is checked before anything starts (host, port, token, user,
   results folder, the class's bounds): a mistake is one line and exit 2.
-- Every address needs a token, loopback too (serve_token: --token,
-  --token-file, $TFOLAB_SERVE_TOKEN, else generated), and every request a
+- Every address needs a token, loopback too (serve_token: --token-file,
+  $TFOLAB_SERVE_TOKEN, else generated; never on the command line, where
+  every user reads it), and every request a
   Host this machine answers to and no other site's Origin (tui.web_guard).
   The token goes to stdout once, in the ready URL, never to a log.
 - The class is bounded (serve_limits, tui.web_sessions): sessions in all and
@@ -65,16 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, metavar="N", help=f"port (default {DEFAULT_PORT})"
     )
-    parser.add_argument(
-        "--token",
-        metavar="T",
-        help="the secret every browser needs (8+ letters, digits, - or _; visible in ps: "
-        f"prefer --token-file or ${TOKEN_ENV}); generated and printed in the URL if not given",
-    )
+    parser.add_argument("--token", help=argparse.SUPPRESS)  # refused: ps shows it (serve_token)
     parser.add_argument(
         "--token-file",
         metavar="FILE",
-        help="read the token from FILE (a file only you may read, e.g. chmod 600)",
+        help="read the secret every browser needs from FILE (8+ letters, digits, - or _; a "
+        f"file only you may read, e.g. chmod 600), else from ${TOKEN_ENV}; generated and "
+        "printed in the URL if neither is given",
     )
     parser.add_argument(
         "--allow-host",
