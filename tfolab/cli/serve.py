@@ -17,7 +17,7 @@ Rules:
   namespaces, as any non-root run does; where those are refused, a real probe
   says so and every session shows why real runs are off.
 - Started as root, folders come from flags only, never from TFOLAB_*
-  variables in serve's environment (serve_env).
+  variables in serve's environment (cli.root_env, checked by cli.main).
 - Sessions get a private HOME (and XDG folders, TMPDIR, working directory)
   that is removed when serve stops; with --results DIR they save their runs
   in DIR (TFOLAB_RESULTS_DIR), and only there; DIR is prepared by
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfolab.cli import serve_limits
-from tfolab.cli.serve_env import check_inherited_folders
+from tfolab.cli.common import slots_dir_argument
 from tfolab.cli.serve_token import TOKEN_ENV, choose_token
 from tfolab.core.errors import UserError
 
@@ -93,12 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="save every session's real runs (with the name the student types) in DIR",
     )
-    parser.add_argument(
-        "--slots-dir",
-        metavar="DIR",
-        type=Path,
-        help="the measurement slots folder the sessions' runs queue in "
-        "(default: the machine's shared one, which every tfolab run uses)",
+    slots_dir_argument(
+        parser, top=False, help="the measurement slots folder the sessions' runs queue in"
     )
     serve_limits.add_arguments(parser)
 
@@ -231,7 +227,6 @@ def handle(args: argparse.Namespace) -> int:
     from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
     from tfolab.tui.web_guard import host_names
 
-    check_inherited_folders()
     token = choose_token(args.token, args.token_file)
     limits = serve_limits.session_limits(args)
     hosts = host_names(check_hosts(args.allow_host))
