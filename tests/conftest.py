@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from hypothesis import settings
 from tests.environment import require_or_skip
 from tests.served_slots import slots_by_flag
 from tests.timing import TimingMiss
+from tfolab.core.slots import DIR_ENV
 
 # Hypothesis profiles, registered before any test module builds its @settings (which
 # inherit every field they leave unset from the profile loaded here). "ci", the default,
@@ -97,6 +98,21 @@ def run_tfolab(
         timeout=timeout,
         env=environment,
     )
+
+
+@pytest.fixture
+def cli_args(monkeypatch: pytest.MonkeyPatch) -> Callable[..., list[str]]:
+    """`tfolab ARGS` for cli.main in this process, as run_tfolab gives them to a subprocess:
+    as root, the session's slots folder by --slots-dir, out of this process's environment
+    until the test ends (root takes no folder from its environment: tfolab.cli.root_env)."""
+
+    def args_for(*args: str) -> list[str]:
+        command, environment = slots_by_flag(list(args), None)
+        if environment is not None:
+            monkeypatch.delenv(DIR_ENV, raising=False)
+        return command
+
+    return args_for
 
 
 @pytest.fixture(scope="session")

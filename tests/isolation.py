@@ -8,8 +8,9 @@ Rules:
   namespace can make the slots first), removed at the end: a stale `size`
   left by another session, or another TFOLAB_SLOTS, cannot break a test.
 - A TFOLAB_SLOTS_DIR set by whoever started the tests is kept as given.
-- Started as root, `tfolab serve` takes no folder from its environment, so a
-  serve command gets the session's slots by its flag (tests/served_slots.py).
+- Started as root, `tfolab serve`, `run`, `bench` and the UI take no folder
+  from their environment, so those commands get the session's slots by their
+  flag (tests/served_slots.py; in this process, the `cli_args` fixture).
 - Two sessions measuring at once on one machine still disturb each other's
   timings; keeping them apart is the machine's timing lock's job, not this.
 """

@@ -9,6 +9,7 @@ raise Spawned; `strace_or_skip` finds an strace that can trace here, and
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -82,13 +83,17 @@ class Traced:
 
 
 def run_traced(
-    tfolab_args: list[str], folder: Path, preexec_fn: Callable[[], None] | None = None
+    tfolab_args: list[str],
+    folder: Path,
+    preexec_fn: Callable[[], None] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Traced:
-    """`python -m tfolab ARGS` under strace (execve only, children too), or skip."""
+    """`python -m tfolab ARGS` under strace (execve only, children too), or skip;
+    `env`: variables added to this process's environment."""
     strace = strace_or_skip()
     trace = folder / "execve.txt"
     started = time.monotonic()
-    command, environment = slots_by_flag(tfolab_args, None)
+    command, environment = slots_by_flag(tfolab_args, dict(os.environ, **env) if env else None)
     done = subprocess.run(
         [strace, "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
          sys.executable, "-m", "tfolab", *command],

@@ -9,6 +9,7 @@ under `strace -f -e execve`, which records any program the CLI starts.
 from __future__ import annotations
 
 import resource
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ IDS = [" ".join(args) or "(empty)" for args, _ in CASES]
 
 
 def _refused(args: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["bench", *args]) == 2
+    assert cli.main(args) == 2
     out, err = capsys.readouterr()
     assert out == ""
     lines = err.splitlines()
@@ -47,39 +48,51 @@ def _refused(args: list[str], expected: str, capsys: pytest.CaptureFixture[str])
 
 @pytest.mark.parametrize(("args", "expected"), CASES, ids=IDS)
 def test_refused_in_process_before_any_spawn(
-    args: list[str], expected: str, spawns: list[object], capsys: pytest.CaptureFixture[str]
+    args: list[str],
+    expected: str,
+    spawns: list[object],
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
-    _refused(args, expected, capsys)
+    _refused(cli_args("bench", *args), expected, capsys)
     assert spawns == []
 
 
 def test_peer_nginx_refusal_says_how_to_get_it(
-    spawns: list[object], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    spawns: list[object],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
     monkeypatch.setattr(bench_plan, "find_nginx", lambda: None)
-    assert cli.main(["bench", "--peer", "nginx"]) == 2
+    assert cli.main(cli_args("bench", "--peer", "nginx")) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert "fix: install it (apt-get install nginx), or use --peer none" in line
     assert spawns == []
 
 
 def test_concurrency_beyond_the_file_limit_is_refused(
-    spawns: list[object], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    spawns: list[object],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
     monkeypatch.setattr(bench_plan, "file_limit", lambda: 1024)
-    _refused(
-        ["--concurrency", "1009"], "needs 1025 open files, but this process may open 1024", capsys
-    )
+    needs = "needs 1025 open files, but this process may open 1024"
+    _refused(cli_args("bench", "--concurrency", "1009"), needs, capsys)
     assert spawns == []
 
 
 def test_peer_auto_without_nginx_says_so_in_one_line_and_runs(
-    spawns: list[object], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    spawns: list[object],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
     """The control: a good input reaches the runner; without nginx one line says so."""
     monkeypatch.setattr(bench_plan, "find_nginx", lambda: None)
     with pytest.raises(Spawned):
-        cli.main(["bench", "--delays", "0", "--requests", "4"])
+        cli.main(cli_args("bench", "--delays", "0", "--requests", "4"))
     assert len(spawns) == 1
     # The note first, then the progress lines (here: the one before the runner starts).
     line = capsys.readouterr().err.splitlines()[0]

@@ -7,7 +7,7 @@ so nothing here starts a process or touches the network.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -146,10 +146,12 @@ def fake_runner(
 
 
 def test_backend_none_at_delay_zero_still_runs(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
     jobs = fake_runner(monkeypatch, backend="none", delay_ms=0.0, notes=[])
-    code = cli.main(["run", "handshake", "--delay", "0", "--backend", "none"])
+    code = cli.main(cli_args("run", "handshake", "--delay", "0", "--backend", "none"))
     out, err = capsys.readouterr()
     assert len(jobs) == 1 and jobs[0].backend == "none" and jobs[0].delay_ms == 0
     assert "D = 0 ms (RTT 0, loopback), backend none" in out
@@ -158,11 +160,13 @@ def test_backend_none_at_delay_zero_still_runs(
 
 
 def test_the_report_uses_the_delay_that_ran(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
     """Asked 10 ms, the (fake) runner applied 0: no line may still say D = 10."""
     fake_runner(monkeypatch, backend="none", delay_ms=0.0, notes=[])
-    cli.main(["run", "handshake", "--delay", "10", "--backend", "auto"])
+    cli.main(cli_args("run", "handshake", "--delay", "10", "--backend", "auto"))
     out, err = capsys.readouterr()
     assert "D = 10" not in out and "RTT = 20" not in out
     assert "D = 0 ms (RTT 0, loopback), backend none" in out
@@ -170,12 +174,15 @@ def test_the_report_uses_the_delay_that_ran(
 
 
 def test_runner_notes_are_shown(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
     fake_runner(
         monkeypatch, backend="netem", delay_ms=10.0, notes=[{"text": "server TFO key changed"}]
     )
-    cli.main(["run", "fastopen", "--scenario", "cookie", "--delay", "10", "--iterations", "1"])
+    args = ("fastopen", "--scenario", "cookie", "--delay", "10", "--iterations", "1")
+    cli.main(cli_args("run", *args))
     assert "server TFO key changed" in capsys.readouterr().err
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -172,7 +173,9 @@ def test_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "No attempts saved here yet." in capsys.readouterr().out
 
 
-def test_demo_flag_reaches_the_ui(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_flag_reaches_the_ui(
+    monkeypatch: pytest.MonkeyPatch, cli_args: Callable[..., list[str]]
+) -> None:
     import tfolab.tui.app
 
     seen: list[bool] = []
@@ -182,6 +185,6 @@ def test_demo_flag_reaches_the_ui(monkeypatch: pytest.MonkeyPatch) -> None:
         return 0
 
     monkeypatch.setattr(tfolab.tui.app, "run_app", fake_run_app)
-    assert cli.main(["--demo"]) == 0
-    assert cli.main([]) == 0
+    assert cli.main(cli_args("--demo")) == 0
+    assert cli.main(cli_args()) == 0
     assert seen == [True, False]

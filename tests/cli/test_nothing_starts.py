@@ -12,6 +12,7 @@ Two independent proofs, neither of which touches the network:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,9 +66,13 @@ IDS = [" ".join(args) for args, _ in CASES]
 
 @pytest.mark.parametrize(("args", "expected"), CASES, ids=IDS)
 def test_refused_in_process_before_any_spawn(
-    args: list[str], expected: str, spawns: list[object], capsys: pytest.CaptureFixture[str]
+    args: list[str],
+    expected: str,
+    spawns: list[object],
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
-    assert cli.main(["run", *args]) == 2
+    assert cli.main(cli_args("run", *args)) == 2
     out, err = capsys.readouterr()
     assert spawns == []
     assert out == ""
@@ -77,19 +82,25 @@ def test_refused_in_process_before_any_spawn(
     assert expected in lines[0]
 
 
-def test_a_good_input_does_reach_the_patched_spawn(spawns: list[object]) -> None:
+def test_a_good_input_does_reach_the_patched_spawn(
+    spawns: list[object], cli_args: Callable[..., list[str]]
+) -> None:
     """The control: without it, a patch on the wrong function would prove nothing."""
+    args = ("run", "handshake", "--delay", "0", "--backend", "none", "--iterations", "1")
     with pytest.raises(Spawned):
-        cli.main(["run", "handshake", "--delay", "0", "--backend", "none", "--iterations", "1"])
+        cli.main(cli_args(*args))
     assert len(spawns) == 1
 
 
 def test_a_broken_lab_is_refused_before_any_spawn(
-    tmp_path: Path, spawns: list[object], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    spawns: list[object],
+    capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
     (tmp_path / "fine.toml").write_text(GOOD_LAB)
     (tmp_path / "broken.toml").write_text(GOOD_LAB.replace("fine", "broken") + "mtu = 0\n")
-    assert cli.main(["run", "broken", "--labs-dir", str(tmp_path)]) == 2
+    assert cli.main(cli_args("run", "broken", "--labs-dir", str(tmp_path))) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert f"{tmp_path / 'broken.toml'}:6: scenario 'a': setting mtu must be" in line
     assert spawns == []

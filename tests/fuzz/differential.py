@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.fuzz.space import Case
+from tests.served_slots import slots_by_flag
 
 PASSING = ("agreed", "refused")
 MAX_SHRINK_RUNS = 25
@@ -77,10 +78,11 @@ def run_case(case: Case, backend: str = "auto", *, timing: bool = True) -> Outco
     import time
 
     started = time.monotonic()
-    args = [*case.args(), "--backend", backend, "--json"]
+    args, environment = slots_by_flag([*case.args(), "--backend", backend, "--json"], None)
     try:
         done = subprocess.run(
             [sys.executable, "-m", "tfolab", *args],
+            env=environment,
             capture_output=True,
             text=True,
             timeout=timeout_s(case),

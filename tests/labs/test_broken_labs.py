@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -361,9 +362,14 @@ def test_cli_broken_lab_is_exit_2_and_others_work(
     labs_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    cli_args: Callable[..., list[str]],
 ) -> None:
-    monkeypatch.setenv("TFOLAB_LABS_DIR", str(labs_dir))
-    assert cli.main([command, "bad", "--delay", "0"]) == 2
+    if command == "simulate":
+        monkeypatch.setenv("TFOLAB_LABS_DIR", str(labs_dir))
+        where = []
+    else:  # started as root, run takes no folder from its environment (cli.root_env)
+        where = ["--labs-dir", str(labs_dir)]
+    assert cli.main(cli_args(command, "bad", "--delay", "0", *where)) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"tfolab: {labs_dir / 'bad.toml'}:7: scenario 'a': setting mtu")
     if command == "simulate":

@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import LabMachine, run_tfolab
 from tests.host.state import changes, snapshot
+from tests.served_slots import slots_by_flag
 
 
 def cookie_cache(shown: str) -> list[str]:
@@ -100,8 +101,12 @@ def test_runs_leave_the_host_unchanged(delaying_machine: LabMachine) -> None:
 def test_sigkill_mid_run_leaves_nothing_behind(delaying_machine: LabMachine, victim: str) -> None:
     before = host_state()
     host_netns = netns_of(os.getpid())
+    args, environment = slots_by_flag(
+        ["run", "delack", "--delay", "10", "--iterations", "60"], None
+    )
     top = subprocess.Popen(
-        [sys.executable, "-m", "tfolab", "run", "delack", "--delay", "10", "--iterations", "60"],
+        [sys.executable, "-m", "tfolab", *args],
+        env=environment,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -15,6 +15,7 @@ import threading
 import pytest
 
 from tests.conftest import LabMachine
+from tests.served_slots import slots_by_flag
 
 RUNS = 32
 
@@ -25,13 +26,16 @@ pytestmark = pytest.mark.load
 
 
 def _all_at_once() -> list[subprocess.CompletedProcess[str]]:
-    command = [sys.executable, "-m", "tfolab", "run", "fastopen", "--delay", "10", "--json"]
+    args, environment = slots_by_flag(["run", "fastopen", "--delay", "10", "--json"], None)
+    command = [sys.executable, "-m", "tfolab", *args]
     start = threading.Barrier(RUNS)
     done: list[subprocess.CompletedProcess[str]] = []
 
     def one() -> None:
         start.wait()
-        done.append(subprocess.run(command, capture_output=True, text=True, timeout=600))
+        done.append(
+            subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
+        )
 
     threads = [threading.Thread(target=one) for _ in range(RUNS)]
     for thread in threads:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import pwd
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ import pytest
 from tests.runner.holders import Holder
 from tfolab.core import slots
 from tfolab.core.errors import UserError
-from tfolab.core.slots import SlotTable, fallback_dir
+from tfolab.core.slots import RUNTIME_ENV, SlotTable, fallback_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("root")  # to be another user
@@ -195,3 +196,70 @@ def test_planted_names_and_a_rewritten_counter_keep_the_line(made: Path) -> None
     third.release()
     assert fourth.wait_for_hold().startswith("HOLD")
     fourth.release()
+
+
+VICTIM = """
+import sys
+from pathlib import Path
+from tfolab.core.errors import UserError
+from tfolab.core.slots import SlotTable
+try:
+    table = SlotTable.open_shared(Path(sys.argv[1]), size=1)
+except UserError as err:
+    print("REFUSED", err.one_line())
+    sys.exit(0)
+table.acquire().release()
+print("QUEUES IN", table.directory)
+print("NOTE", table.note)
+"""
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [("mkdir", "-m", "700"), ("ln", "-s", "{own}"), ("mkfifo", "-m", "666")],
+    ids=["folder", "link-to-the-users-own", "fifo"],
+)
+def test_a_planted_fallback_does_not_stop_a_users_runs(
+    slot_dir: Path, nobody_python: str, plant: tuple[str, ...]
+) -> None:
+    """nobody makes the shared folder and, before daemon's first run, daemon's own
+    fallback name (a folder, a link, a FIFO): daemon's runs queue in a folder of its own
+    in $XDG_RUNTIME_DIR, which nobody cannot make first; without one, one line says
+    what happened and how to get on."""
+    base = slot_dir.parent
+    os.chmod(base, 0o1777)  # as /dev/shm
+    daemon = pwd.getpwnam("daemon")
+    own = base / "daemons-own"  # a folder of daemon's, for the link to point at
+    runtime = base / "run-user-daemon"  # as logind makes /run/user/<uid>
+    for folder in (own, runtime):
+        folder.mkdir(mode=0o700)
+        os.chown(folder, daemon.pw_uid, daemon.pw_gid)
+    as_nobody("mkdir", "-m", "1777", str(slot_dir))
+    fallback = slot_dir.with_name(f"{slot_dir.name}-{daemon.pw_uid}")
+    as_nobody(*(part.format(own=own) for part in plant), str(fallback))
+
+    def as_daemon(**env: str) -> str:
+        command = ("daemon", nobody_python, "-c", VICTIM, str(slot_dir))
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.as_user", *command],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+            env={**{k: v for k, v in os.environ.items() if k != RUNTIME_ENV}, **env},
+        )
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        return done.stdout
+
+    started = time.monotonic()
+    said = as_daemon(XDG_RUNTIME_DIR=str(runtime))
+    assert f"QUEUES IN {runtime / 'tfolab-slots'}\n" in said, said
+    assert "owned by uid 65534, neither root nor you" in said  # the shared one: why
+    assert f"nor can {fallback} (it " in said  # and why not daemon's usual one
+    info = (runtime / "tfolab-slots").stat()
+    assert (info.st_uid, info.st_mode & 0o7777) == (daemon.pw_uid, 0o700)
+    said = as_daemon()  # no runtime folder to go to
+    assert said.startswith("REFUSED no measurement slots directory here can be trusted"), said
+    assert f"set {slots.DIR_ENV} to a folder of your own" in said and str(fallback) in said
+    assert len(said.strip().splitlines()) == 1
+    assert time.monotonic() - started < 30  # nothing waited for a lock

@@ -16,13 +16,18 @@ import sys
 
 from tests.conftest import TIMING, LabMachine
 from tests.environment import require_or_skip, user_namespace_refused
+from tests.served_slots import slots_by_flag
 from tests.timing import check_bands, check_exit
 from tests.unprivileged import AS_NOBODY, ROOT
 
 
 def in_user_namespace(*args: str) -> subprocess.CompletedProcess[str]:
+    # uid 0 there is root's own uid when the tests run as root: the machine's root, who
+    # takes no slots folder from the environment (tfolab.cli.root_env)
+    command, environment = slots_by_flag(list(args), None)
     return subprocess.run(
-        ["unshare", "--user", "--map-root-user", sys.executable, "-m", "tfolab", *args],
+        ["unshare", "--user", "--map-root-user", sys.executable, "-m", "tfolab", *command],
+        env=environment,
         capture_output=True,
         text=True,
         timeout=300,

@@ -87,13 +87,17 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
         python = request.getfixturevalue("nobody_python")
 
     def start(
-        *args: str, env: dict[str, str] | None = None, as_a_shell_job: bool = False
+        *args: str,
+        env: dict[str, str] | None = None,
+        as_a_shell_job: bool = False,
+        wrap: tuple[str, ...] = (),
     ) -> Served:
+        """`tfolab serve --port 0 ARGS`, started by `wrap` (a command that execs the rest)."""
         command, environment = slots_by_flag(
             ["serve", "--port", "0", *args], dict(os.environ, **(env or {}))
         )
         process = subprocess.Popen(
-            [python, "-m", "tfolab", *command],
+            [*wrap, python, "-m", "tfolab", *command],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -1,10 +1,9 @@
 """Class results and the served session's own pieces, without a server: the files
-save_result writes, the name asked once, and real runs off as serve's probe says."""
+save_result writes and the name asked once (serve's probe, for real: test_serve_probe.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,30 +31,6 @@ def test_each_result_is_one_whole_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         save_result(tmp_path, "../escape", {})
     assert slug("  ") == "anonymous" and slug("Éva / 2") == "va-2"
-
-
-def test_real_runs_off_as_serve_probed(monkeypatch) -> None:
-    """serve's own probe, its namespace probe answering with a refusal, writes what every
-    session reads: the writer (cli.serve.probe_real_runs) and the reader (quick_check)."""
-    refused = json.dumps({"namespace_error": "user namespaces are refused (EPERM)"})
-
-    def namespace_probe(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
-        assert args[1:] == ["-m", "tfolab.runner.probe"], args
-        return subprocess.CompletedProcess(args, 0, refused, "")
-
-    monkeypatch.delenv(REAL_RUNS_OFF_ENV, raising=False)
-    monkeypatch.setattr(environment, "quick_check", lambda: RealRunStatus(True, "root"))
-    monkeypatch.setattr(probe.subprocess, "run", namespace_probe)
-    off = serve_cli.probe_real_runs()
-    monkeypatch.undo()
-    assert not off.possible
-    monkeypatch.setenv(REAL_RUNS_OFF_ENV, off.off_value())  # as serve does for its sessions
-    status = quick_check()
-    assert not status.possible
-    assert status.banner() == (
-        "Real runs off: user namespaces are refused (EPERM). The model and the ladders "
-        "still work; allow unprivileged user namespaces for real runs (see `tfolab doctor`)."
-    )
 
 
 def test_a_probe_that_reports_nothing_turns_real_runs_off(monkeypatch) -> None:

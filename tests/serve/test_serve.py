@@ -106,7 +106,8 @@ async def test_started_as_root_the_sessions_run_as_the_unprivileged_user(serve) 
 @pytest.mark.parametrize(
     ("args", "reason"),
     [
-        (("--token", "short"), "--token must be"),
+        (("--token", "short"), "--token puts the class's token where every user"),
+        (("--token", "a-good-token-1234"), "give --token-file FILE, or set $TFOLAB_SERVE_TOKEN"),
         (("--user", "no-such-user-here"), "there is no user"),
         (("--user", "root"), "is root"),
         (("--port", "70000"), "out of range"),
@@ -124,10 +125,12 @@ def test_bad_input_is_one_line_and_starts_nothing(
     assert done.stderr.startswith("tfolab: ") and reason in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
     assert len(traced.programs) == 1, traced.programs  # only the CLI itself, no session
+    assert "a-good-token" not in done.stderr  # a refused token is not printed either
 
 
 def test_serve_is_listed_in_help() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tfolab", "serve", "--help"], capture_output=True, text=True
     )
-    assert done.returncode == 0 and "--results" in done.stdout and "--token" in done.stdout
+    assert done.returncode == 0 and "--results" in done.stdout and "--token-file" in done.stdout
+    assert "--token " not in done.stdout  # refused, so not offered

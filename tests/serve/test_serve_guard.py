@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -143,7 +144,20 @@ async def test_the_token_leaves_the_address_bar_and_is_never_a_referrer(serve) -
             assert response.headers["Referrer-Policy"] == "no-referrer"
 
 
+def _command_lines(served) -> list[bytes]:  # type: ignore[no-untyped-def]
+    """What every user reads of serve and its processes: /proc/PID/cmdline of each."""
+    from tests.serve.test_serve import _descendants
+
+    lines = []
+    for pid in (served.process.pid, *_descendants(served.process.pid)):
+        with contextlib.suppress(OSError):
+            lines.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+    return lines
+
+
 async def test_the_token_from_the_environment_or_a_file_is_not_in_ps(serve, tmp_path) -> None:
+    """Another user reads every process's arguments (/proc/PID/cmdline, `ps`): the token is
+    in none of serve's or its sessions', from either source, and --token is refused."""
     secret = "from-the-environment-1234"
     served = serve(env={"TFOLAB_SERVE_TOKEN": secret})
     assert served.token == secret
@@ -155,6 +169,8 @@ async def test_the_token_from_the_environment_or_a_file_is_not_in_ps(serve, tmp_
         environment = Path(f"/proc/{session}/environ").read_bytes()
         assert b"TFOLAB_SESSION_ID=" in environment
         assert secret.encode() not in environment
+        lines = _command_lines(served)
+        assert len(lines) >= 2 and not any(secret.encode() in line for line in lines), lines
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
     assert secret not in ps
     file = tmp_path / "token"
@@ -166,6 +182,13 @@ async def test_the_token_from_the_environment_or_a_file_is_not_in_ps(serve, tmp_
     file.chmod(0o600)
     served = serve("--token-file", str(file))
     assert served.token == "from-a-file-5678"
+    async with aiohttp.ClientSession() as http, http.ws_connect(served.ws_url()) as websocket:
+        await websocket.receive()
+        lines = _command_lines(served)
+        assert len(lines) >= 2 and not any(b"from-a-file-5678" in line for line in lines)
+    done = run_tfolab("serve", "--port", "0", "--token", "on-the-command-line-1", timeout=60)
+    assert done.returncode == 2 and "--token-file" in done.stderr, done.stderr
+    assert "on-the-command-line-1" not in done.stderr + done.stdout
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from tests.conftest import run_tfolab
 from tests.serve.conftest import _line
 from tests.serve.test_serve_autogroup import _sessions
 from tfolab.tui.web_log import REFUSED_BURST, REFUSED_PER_S
-from tfolab.tui.web_sessions import CLOSED_IDLE, MAX_COLS, MIN_ROWS
+from tfolab.tui.web_sessions import CLOSED_IDLE, MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 
 
 def _from(address: str) -> aiohttp.ClientSession:
@@ -148,6 +148,59 @@ async def test_what_a_browser_says_about_its_terminal_is_bounded(serve) -> None:
         assert (await _page(http, served))[0] == 200  # the server carries on
     everything = served.stop()
     assert "Traceback" not in everything and "error" not in everything.lower(), everything
+
+
+CURSOR_TO = re.compile(rb"\x1b\[(\d+);(\d+)H")  # where a piece of the screen is drawn
+NOT_DRAWN = re.compile(rb"\x1b\[[0-9;?$]*[A-Za-z~]|\x1b\][^\x07]*\x07")
+
+
+def drawn_size(output: bytes) -> tuple[int, int]:
+    """The columns and rows a session's screen covers, from what it drew: the furthest
+    column and row any piece reaches (Textual draws every line at a cursor position)."""
+    cols = rows = 0
+    pieces = CURSOR_TO.split(output)
+    for at in range(1, len(pieces) - 2, 3):
+        row, col = int(pieces[at]), int(pieces[at + 1])
+        text = NOT_DRAWN.sub(b"", pieces[at + 2].split(b"\n")[0]).decode(errors="replace")
+        rows, cols = max(rows, row), max(cols, col + len(text) - 1)
+    return cols, rows
+
+
+async def _drawn(websocket: aiohttp.ClientWebSocketResponse, quiet_s: float = 1.5) -> bytes:
+    """What the session draws from now until it has been quiet for `quiet_s` (at most 30 s)."""
+    output, deadline = b"", time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            message = await asyncio.wait_for(websocket.receive(), quiet_s)
+        except TimeoutError:
+            if output:
+                break
+            continue
+        if message.type == aiohttp.WSMsgType.BINARY:
+            output += message.data
+        elif message.type != aiohttp.WSMsgType.TEXT:
+            break
+    return output
+
+
+async def test_the_terminal_a_session_draws_is_clamped(serve) -> None:
+    """A terminal size out of range, in the address or in a resize message, reaches the
+    session clamped: the screen it draws covers the clamped size (a normal size, as asked)."""
+    served = serve("--max-per-client", "2")
+    async with _from("127.0.0.1") as http:
+        async with http.ws_connect(served.ws_url("width=5&height=3"), max_msg_size=0) as tiny:
+            assert drawn_size(await _drawn(tiny)) == (MIN_COLS, MIN_ROWS)
+            for asked, seen in (
+                ({"width": 10**6, "height": 10**6}, (MAX_COLS, MAX_ROWS)),
+                ({"width": 100, "height": 30}, (100, 30)),
+                ({"width": -1, "height": 0}, (MIN_COLS, MIN_ROWS)),
+                ({"width": 401, "height": 7}, (MAX_COLS, MIN_ROWS)),
+            ):
+                await tiny.send_json(["resize", asked])
+                assert drawn_size(await _drawn(tiny)) == seen, asked
+        url = served.ws_url("width=100000&height=100000")
+        async with http.ws_connect(url, max_msg_size=0) as huge:
+            assert drawn_size(await _drawn(huge)) == (MAX_COLS, MAX_ROWS)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """What `tfolab serve` does with users, as root, for real: its server dies with the job it
 was started in even after it changed user (the kernel forgets PR_SET_PDEATHSIG then),
-a user whose group is root's is refused, and root takes no folder from its environment."""
+a user whose group is root's is refused (root's folders: tests/cli/test_root_env.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_tfolab
 from tests.environment import require_or_skip
 from tests.serve.test_serve import _descendants
 from tests.serve.test_serve_autogroup import _alive
@@ -87,20 +86,3 @@ def test_the_group_check_reads_the_account_it_is_given(monkeypatch: pytest.Monke
     monkeypatch.setattr(pwd, "getpwnam", lambda name: fake)
     with pytest.raises(UserError, match="primary group is root's"):
         find_account("wheelish")
-
-
-@needs_root
-@pytest.mark.parametrize(
-    ("variable", "fix"),
-    [
-        ("TFOLAB_LABS_DIR", "--labs-dir"),
-        ("TFOLAB_RESULTS_DIR", "--results"),
-        ("TFOLAB_SLOTS_DIR", "unset it"),
-    ],
-)
-def test_root_takes_no_folder_from_its_environment(variable: str, fix: str, tmp_path) -> None:
-    done = run_tfolab(
-        "serve", "--port", "0", timeout=60, env=dict(os.environ, **{variable: "/tmp"})
-    )
-    assert done.returncode == 2 and variable in done.stderr and fix in done.stderr, done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""

@@ -18,7 +18,8 @@ from types import ModuleType
 from typing import NoReturn
 
 from tfolab.cli import bench, crash, doctor, grade, listing, run, serve, simulate
-from tfolab.cli.common import labs_dir_argument
+from tfolab.cli.common import labs_dir_argument, slots_dir_argument
+from tfolab.cli.root_env import SLOTS, check_inherited_folders
 from tfolab.core.errors import UserError
 
 COMMANDS: tuple[ModuleType, ...] = (listing, doctor, simulate, run, bench, serve, grade)
@@ -36,6 +37,12 @@ lab files:
   TFOLAB_LABS_DIR=DIR, reads them from DIR instead (--labs-dir wins). A lab
   file that does not load is listed by `tfolab list` as BROKEN, with the file,
   line and problem; the other labs still work.
+
+started as root:
+  The UI, run, bench and serve take no folder from TFOLAB_LABS_DIR,
+  TFOLAB_SLOTS_DIR or TFOLAB_RESULTS_DIR (root's environment may carry a
+  folder root never chose): one line says which flag to use instead
+  (--labs-dir, --slots-dir; serve --results).
 
 predictions:
   Without --demo the UI asks for predictions before it shows a scenario's
@@ -73,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the UI without predictions first (for teachers who demonstrate)",
     )
     labs_dir_argument(parser, top=True)
+    slots_dir_argument(parser, top=True)
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     for command in COMMANDS:
         command.add_arguments(commands.add_parser(command.NAME, help=command.HELP))
@@ -85,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.version:
             print(f"tfolab {version()}")
             return 0
+        check_inherited_folders(args.command)  # as root: folders from flags only
+        if args.slots_dir is not None and args.command in (None, "run", "bench"):
+            os.environ[SLOTS] = str(args.slots_dir)  # what their runners read (serve sets its own)
         if getattr(args, "labs_dir", None) is not None:
             from tfolab.lab.catalog import check_labs_dir
 

@@ -12,6 +12,8 @@ import asyncio
 import json
 import sys
 
+from tfolab.cli.common import slots_dir_argument
+
 NAME = "bench"
 HELP = "N fresh HTTP GETs with and without Fast Open, per delay, beside nginx"
 BAR_WIDTH = 30
@@ -47,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="nginx beside the bundled server: auto (where installed), nginx (required), none",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object")
+    slots_dir_argument(parser, top=False)
 
 
 def handle(args: argparse.Namespace) -> int:

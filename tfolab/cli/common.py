@@ -1,9 +1,10 @@
-"""What several commands share: the --labs-dir flag, the lab/scenario flags, and the
-one place that checks them all before anything runs."""
+"""What several commands share: the --labs-dir and --slots-dir flags, the lab/scenario
+flags, and the one place that checks them all before anything runs."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,6 +18,22 @@ def labs_dir_argument(parser: argparse.ArgumentParser, *, top: bool) -> None:
         # On a command it may repeat the global flag; only a given value overrides.
         default=None if top else argparse.SUPPRESS,
         help="read the lab files from DIR (default: $TFOLAB_LABS_DIR, else the installed labs)",
+    )
+
+
+def slots_dir_argument(
+    parser: argparse.ArgumentParser,
+    *,
+    top: bool,
+    help: str = "the measurement slots folder this command's runs queue in",
+) -> None:
+    parser.add_argument(
+        "--slots-dir",
+        metavar="DIR",
+        type=Path,
+        default=None if top else argparse.SUPPRESS,  # as --labs-dir: before or after the command
+        help=f"{help} (default: $TFOLAB_SLOTS_DIR, not as root, else the machine's shared "
+        "one, which every tfolab run uses)",
     )
 
 

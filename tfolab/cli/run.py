@@ -13,7 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from tfolab.cli.common import labs_dir_argument, prepare, scenario_arguments
+from tfolab.cli.common import labs_dir_argument, prepare, scenario_arguments, slots_dir_argument
 from tfolab.runner.backends import BACKEND_CHOICES
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "only: it adds no delay)",
     )
     labs_dir_argument(parser, top=False)
+    slots_dir_argument(parser, top=False)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -3,8 +3,9 @@
 Rules:
 - Everything is checked before anything starts (host, port, token, user,
   results folder, the class's bounds): a mistake is one line and exit 2.
-- Every address needs a token, loopback too (serve_token: --token,
-  --token-file, $TFOLAB_SERVE_TOKEN, else generated), and every request a
+- Every address needs a token, loopback too (serve_token: --token-file,
+  $TFOLAB_SERVE_TOKEN, else generated; never on the command line, where
+  every user reads it), and every request a
   Host this machine answers to and no other site's Origin (tui.web_guard).
   The token goes to stdout once, in the ready URL, never to a log.
 - The class is bounded (serve_limits, tui.web_sessions): sessions in all and
@@ -16,7 +17,7 @@ Rules:
   namespaces, as any non-root run does; where those are refused, a real probe
   says so and every session shows why real runs are off.
 - Started as root, folders come from flags only, never from TFOLAB_*
-  variables in serve's environment (serve_env).
+  variables in serve's environment (cli.root_env, checked by cli.main).
 - Sessions get a private HOME (and XDG folders, TMPDIR, working directory)
   that is removed when serve stops; with --results DIR they save their runs
   in DIR (TFOLAB_RESULTS_DIR), and only there; DIR is prepared by
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfolab.cli import serve_limits
-from tfolab.cli.serve_env import check_inherited_folders
+from tfolab.cli.common import slots_dir_argument
 from tfolab.cli.serve_token import TOKEN_ENV, choose_token
 from tfolab.core.errors import UserError
 
@@ -64,16 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, metavar="N", help=f"port (default {DEFAULT_PORT})"
     )
-    parser.add_argument(
-        "--token",
-        metavar="T",
-        help="the secret every browser needs (8+ letters, digits, - or _; visible in ps: "
-        f"prefer --token-file or ${TOKEN_ENV}); generated and printed in the URL if not given",
-    )
+    parser.add_argument("--token", help=argparse.SUPPRESS)  # refused: ps shows it (serve_token)
     parser.add_argument(
         "--token-file",
         metavar="FILE",
-        help="read the token from FILE (a file only you may read, e.g. chmod 600)",
+        help="read the secret every browser needs from FILE (8+ letters, digits, - or _; a "
+        f"file only you may read, e.g. chmod 600), else from ${TOKEN_ENV}; generated and "
+        "printed in the URL if neither is given",
     )
     parser.add_argument(
         "--allow-host",
@@ -94,12 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="save every session's real runs (with the name the student types) in DIR",
     )
-    parser.add_argument(
-        "--slots-dir",
-        metavar="DIR",
-        type=Path,
-        help="the measurement slots folder the sessions' runs queue in "
-        "(default: the machine's shared one, which every tfolab run uses)",
+    slots_dir_argument(
+        parser, top=False, help="the measurement slots folder the sessions' runs queue in"
     )
     serve_limits.add_arguments(parser)
 
@@ -232,7 +226,6 @@ def handle(args: argparse.Namespace) -> int:
     from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
     from tfolab.tui.web_guard import host_names
 
-    check_inherited_folders()
     token = choose_token(args.token, args.token_file)
     limits = serve_limits.session_limits(args)
     hosts = host_names(check_hosts(args.allow_host))

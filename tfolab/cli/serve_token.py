@@ -1,11 +1,14 @@
-"""Where `tfolab serve`'s token comes from: --token, --token-file, $TFOLAB_SERVE_TOKEN, or new.
+"""Where `tfolab serve`'s token comes from: --token-file, $TFOLAB_SERVE_TOKEN, or new.
 
 Rules:
 - There is always a token, on loopback too (another local user, or a web
   page the teacher visits, must not get a session as the teacher).
-- The first given wins: --token T (visible in `ps`: for a quick try),
-  --token-file FILE (a regular file only its owner may read), the
-  environment variable TFOLAB_SERVE_TOKEN; else one is generated (secrets).
+- Never on the command line: every user of the machine reads every
+  process's arguments (`ps`, /proc/PID/cmdline), so `--token T` is refused
+  (one line naming the two ways below), before anything starts.
+- The first given wins: --token-file FILE (a regular file only its owner may
+  read), the environment variable TFOLAB_SERVE_TOKEN; else one is generated
+  (secrets).
 - The variable is removed from serve's environment once read, whichever
   source wins: every session's processes inherit that environment, and a
   session's user may read its own processes' /proc/PID/environ.
@@ -62,10 +65,15 @@ def read_token_file(path: str) -> str:
 
 
 def choose_token(given: str | None, file: str | None) -> str:
-    """The token every request needs; UserError for a malformed or unreadable one."""
+    """The token every request needs; UserError for one on the command line (`given`),
+    or a malformed or unreadable one."""
     from_env = os.environ.pop(TOKEN_ENV, None)
     if given is not None:
-        return _checked(given, "--token")
+        raise UserError(
+            "--token puts the class's token where every user of this machine reads it (ps)",
+            f"put it in a file only you may read (chmod 600) and give --token-file FILE, "
+            f"or set ${TOKEN_ENV}",
+        )
     if file is not None:
         return read_token_file(file)
     if from_env:

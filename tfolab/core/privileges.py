@@ -10,6 +10,8 @@ Rules:
   needs root (binding a port below 1024, making a directory for that user)
   happens before it.
 - Nothing here runs a command: only the setgroups/setgid/setuid system calls.
+- `machine_root()`: uid 0 of the machine, not of a user namespace an ordinary
+  user made (tfolab.cli.root_env refuses root's inherited folders by it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import pwd
 from dataclasses import dataclass
+from pathlib import Path
 
 from tfolab.core import lifetime
 from tfolab.core.errors import UserError
@@ -29,6 +32,22 @@ class Account:
     name: str
     uid: int
     gid: int
+
+
+def machine_root() -> bool:
+    """Whether this process is the machine's root: effective uid 0, and (in a user
+    namespace) a uid 0 that maps to root's outside it, not to an ordinary user's."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        lines = Path("/proc/self/uid_map").read_text().splitlines()
+    except OSError:
+        return True  # no user namespaces here: uid 0 is root
+    for line in lines:
+        inner, outer, count = (int(field) for field in line.split())
+        if inner <= 0 < inner + count:
+            return outer - inner == 0
+    return False
 
 
 def default_user() -> str:

@@ -6,7 +6,10 @@ Rules:
   owned by root or by this user, and either sticky or writable by its owner
   alone; its `size` file must be a regular file owned by the folder's owner
   (or root) that nobody else may write. A folder that fails is not used:
-  tfolab.core.slots falls back to a folder of this user's own. In a user
+  tfolab.core.slots falls back to a folder of this user's own. A private
+  folder (that fallback) is trusted only if this user owns it and nobody
+  else may enter it (no group or other bits): another user who made it
+  first, or could open a file in it, could hold its locks. In a user
   namespace, owners from outside it all look alike (the overflow uid), so
   there the overflow uid is taken for root; tfolab's runner opens the slots
   before it enters its namespace, where owners are real.
@@ -72,14 +75,20 @@ def trusted_owners() -> set[int]:
     return owners
 
 
-def check_folder(directory: Path) -> os.stat_result:
-    """The folder's lstat if it can be trusted; Untrusted (with why) otherwise."""
+def check_folder(directory: Path, private: bool = False) -> os.stat_result:
+    """The folder's lstat if it can be trusted (`private`: as this user's own, which nobody
+    else may enter); Untrusted (with why) otherwise."""
     info = os.lstat(directory)
     if stat.S_ISLNK(info.st_mode):
         raise Untrusted("it is a symbolic link")
     if not stat.S_ISDIR(info.st_mode):
         raise Untrusted("it is not a folder")
-    if info.st_uid not in trusted_owners():
+    if private:
+        if info.st_uid != os.geteuid():
+            raise Untrusted(f"it is owned by uid {info.st_uid}, not you")
+        if info.st_mode & 0o077:
+            raise Untrusted(f"others may enter it (mode {info.st_mode & 0o777:o}, not 700)")
+    elif info.st_uid not in trusted_owners():
         raise Untrusted(f"it is owned by uid {info.st_uid}, neither root nor you")
     if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
         raise Untrusted("others may write in it but it is not sticky")

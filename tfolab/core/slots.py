@@ -41,9 +41,14 @@ Rules:
   following a link or blocking and must be a regular file; a ticket is never
   below one already in line, whatever `counter` says; staging names are
   random. Where the shared directory cannot be trusted, runs queue in a
-  directory of this user's own (`fallback_dir()`, 0700), apart from other
-  users' runs, and `SlotTable.note` says why. A directory named by
-  TFOLAB_SLOTS_DIR (or given) is never swapped: untrusted, it is an error.
+  directory of this user's own (`private_dirs()`: `fallback_dir()` beside
+  the shared one, 0700, else `tfolab-slots` in $XDG_RUNTIME_DIR, a folder
+  only this user may enter, which no other user can make first), apart from
+  other users' runs, and `SlotTable.note` says why. A private directory
+  another user made first (or planted a link or file under its name) is
+  passed over, never used; with none left, one line says which and what to
+  do. A directory named by TFOLAB_SLOTS_DIR (or given) is never swapped:
+  untrusted, it is an error.
 - No wait is endless: the mutex MUTEX_TIMEOUT_S, the quiet lock
   QUIET_TIMEOUT_S, a place in line LINE_TIMEOUT_S; past it, one line names
   the file and how to find who holds it.
@@ -69,6 +74,7 @@ from tfolab.core.errors import UserError
 from tfolab.core.slot_files import LockTimeout, Untrusted
 
 DIR_ENV = "TFOLAB_SLOTS_DIR"
+RUNTIME_ENV = "XDG_RUNTIME_DIR"
 SIZE_ENV = "TFOLAB_SLOTS"
 POLL_S = 0.005  # the head of the line tries the slots this often (one process polls, not all)
 RECOUNT_S = 0.5  # how often a waiter recounts who is ahead, where it cannot watch the line
@@ -116,6 +122,26 @@ def _open_shared(path: Path, flags: int = os.O_RDWR) -> int:
 def fallback_dir(shared: Path) -> Path:
     """This user's own slots directory, beside the shared one: tfolab-slots-<uid>."""
     return shared.with_name(f"{shared.name}-{os.getuid()}")
+
+
+def runtime_dir() -> Path | None:
+    """$XDG_RUNTIME_DIR if it is a folder this user owns and nobody else may enter
+    (logind makes /run/user/<uid> so), else None."""
+    value = os.environ.get(RUNTIME_ENV, "")
+    if not value.startswith("/"):
+        return None
+    try:
+        info = os.lstat(value)
+    except OSError:
+        return None
+    mine = info.st_uid == os.geteuid() and not info.st_mode & 0o077
+    return Path(value) if stat.S_ISDIR(info.st_mode) and mine else None
+
+
+def private_dirs(shared: Path) -> list[Path]:
+    """Where this user's runs queue when `shared` cannot be trusted, in order of choice."""
+    runtime = runtime_dir()
+    return [fallback_dir(shared), *([runtime / "tfolab-slots"] if runtime else [])]
 
 
 def _unusable(directory: Path, why: str) -> UserError:
@@ -167,28 +193,39 @@ class SlotTable:
 
     @staticmethod
     def open_shared(shared: Path, size: int | None = None) -> SlotTable:
-        """The shared directory `shared` if it can be trusted, else this user's own beside it."""
+        """The shared directory `shared` if it can be trusted, else one of this user's own
+        (`private_dirs`); UserError, naming them, when none can be."""
         try:
             return SlotTable._open_in(shared, size, 0o1777)
         except _UntrustedDir as err:
             why = err.why
-        own = fallback_dir(shared)
-        try:
-            table = SlotTable._open_in(own, size, 0o700)
-        except _UntrustedDir as err:
-            raise _unusable(own, err.why) from None
-        table.note = (
-            f"The shared measurement slots directory {shared} cannot be trusted ({why}), "
-            f"so this run queues in {own}, apart from other users' runs."
+        passed_over: list[tuple[Path, str]] = []
+        for own in private_dirs(shared):
+            try:
+                table = SlotTable._open_in(own, size, 0o700, private=True)
+            except _UntrustedDir as err:
+                passed_over.append((own, err.why))
+                continue
+            nor = "".join(f", nor can {other} ({because})" for other, because in passed_over)
+            table.note = (
+                f"The shared measurement slots directory {shared} cannot be trusted ({why})"
+                f"{nor}, so this run queues in {own}, apart from other users' runs."
+            )
+            return table
+        raise UserError(
+            f"no measurement slots directory here can be trusted: {shared} ({why})"
+            + "".join(f", {other} ({because})" for other, because in passed_over),
+            f"another user may have made them to stop your runs: set {DIR_ENV} to a folder "
+            f"of your own (mkdir -m 700 ~/tfolab-slots), and ask root to remove "
+            f"{fallback_dir(shared)}",
         )
-        return table
 
     @staticmethod
-    def _open_in(directory: Path, size: int | None, mode: int) -> SlotTable:
+    def _open_in(directory: Path, size: int | None, mode: int, private: bool = False) -> SlotTable:
         asked = size if size is not None else wanted_size()
         try:
             slot_files.make_dir(directory, mode)
-            folder = slot_files.check_folder(directory)
+            folder = slot_files.check_folder(directory, private)
         except Untrusted as err:
             raise _UntrustedDir(directory, str(err)) from None
         except OSError as err:

@@ -8,6 +8,8 @@ Rules:
 - Who: the student's name is cleaned (tfolab.lab.names: no control or bidi
   characters, at most NAME_MAX characters) and saved with the session's
   identity (tfolab.lab.identity), which the student cannot choose.
+- Bounded: a served session saves at most so many files and bytes
+  (tfolab.lab.served_saves); past them, `save` refuses in one line.
 - Readable by the teacher: a file is made mode 0640, so it takes the
   folder's group where the folder is setgid (`tfolab serve --results` makes
   it so); nobody else on the machine reads a classmate's answers.
@@ -28,6 +30,7 @@ from pathlib import Path
 import msgspec
 
 from tfolab.core.errors import UserError
+from tfolab.lab import served_saves
 from tfolab.lab.grading import Grade
 from tfolab.lab.identity import is_served, session_identity
 from tfolab.lab.names import clean_name
@@ -159,6 +162,7 @@ def save(folder: Path, attempt: Attempt, path: Path | None = None) -> Path:
     if target.parent != folder:
         raise UserError(f"{target} is not in the results folder {folder}", "save it in the folder")
     data = msgspec.json.format(msgspec.json.encode(attempt), indent=2) + b"\n"
+    served_saves.take(len(data), new_file=not os.path.lexists(target))  # a session's bound
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=".attempt-", suffix=".tmp")
     try:
         os.fchmod(fd, FILE_MODE)

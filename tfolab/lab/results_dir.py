@@ -12,6 +12,8 @@ Rules:
 - The payload is stored as given, inside {"kind", "saved_at", "payload"}.
 - Mode FILE_MODE (0640, never a link followed): the folder's group, the
   teacher's where serve made the folder setgid, reads it; other users do not.
+- A served session saves at most so many files and bytes
+  (tfolab.lab.served_saves): past them, UserError, nothing written.
 - Nothing else is written anywhere.
 """
 
@@ -24,6 +26,8 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from tfolab.lab import served_saves
 
 RESULTS_DIR_ENV = "TFOLAB_RESULTS_DIR"
 FILE_MODE = 0o640
@@ -57,10 +61,11 @@ def save_result(directory: Path | str, kind: str, payload: dict[str, Any]) -> Pa
     final = folder / name
     staging = folder / f".{name}.part"
     document = {"kind": kind, "saved_at": now.isoformat(), "payload": payload}
+    data = (json.dumps(document, indent=1) + "\n").encode()
+    served_saves.take(len(data))  # a served session's bound, before anything is written
     fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     os.fchmod(fd, FILE_MODE)  # past the umask
-    with open(fd, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1)
-        handle.write("\n")
+    with open(fd, "wb") as handle:
+        handle.write(data)
     os.replace(staging, final)
     return final

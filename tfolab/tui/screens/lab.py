@@ -480,6 +480,9 @@ class LabScreen(Screen[None]):
         except OSError as err:
             self.notify(f"Not saved for the class: {err}", severity="error")
             return
+        except UserError as err:  # this session saved as much as one may (lab.served_saves)
+            self.notify(f"Not saved for the class: {err.reason}", severity="error")
+            return
         if saved is not None:
             self.notify(f"Saved for the class as {saved.name}")
 
