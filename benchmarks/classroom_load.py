@@ -11,7 +11,11 @@ Prints: measurements in band (%), slot wait p50/p99, time to result p50/p99
 session's processes, read from /proc, while all are open), and what one more
 tab and a script opening 300 tabs see while the class is full.
 
-    python benchmarks/classroom_load.py --sessions 30 [--python PY]
+    python benchmarks/classroom_load.py --sessions 30 [--python PY] [--classes 10]
+
+With --classes N it runs N classes one after the other, each in a process of
+its own (a class's browsers give way to the CPU, which the next serve must not
+inherit), and ends with one line per class: in band, packets, memory.
 
 Started as root, serve drops to nobody: --python must then be an interpreter
 nobody can run (serve says so if not). Measures for real: run it under the
@@ -162,7 +166,7 @@ def percentile(values: list[float], q: float) -> float:
 
 async def classroom(
     sessions: int, address: str, results: Path, serve_pid: int, save_timeout_s: float = 600.0
-) -> None:
+) -> dict[str, Any]:
     students = [Student(i, address, results) for i in range(1, sessions + 1)]
     for student in students:
         student.save_timeout_s = save_timeout_s
@@ -180,9 +184,10 @@ async def classroom(
         all_open.set()
         done = await asyncio.gather(*tasks, return_exceptions=True)
     errors = [d for d in done if isinstance(d, BaseException)]
-    report(students, memory, errors)
+    figures = report(students, memory, errors)
     for line in beyond:
         print(line)
+    return figures
 
 
 async def _tab(http: aiohttp.ClientSession, url: str) -> int:
@@ -215,7 +220,9 @@ async def beyond_the_class(address: str) -> list[str]:
     ]
 
 
-def report(students: list[Student], memory: list[int], errors: list[BaseException]) -> None:
+def report(
+    students: list[Student], memory: list[int], errors: list[BaseException]
+) -> dict[str, Any]:
     runs = [s.saved["payload"]["run"] for s in students if s.saved]
     iterations = [i for r in runs for sc in r["scenarios"] for i in sc["iterations"]]
     in_band = sum(1 for i in iterations if i.get("ok"))
@@ -239,6 +246,11 @@ def report(students: list[Student], memory: list[int], errors: list[BaseExceptio
     if misses:
         off, name, number = max(misses)
         print(f"worst miss                {off:.1f} ms outside its band ({name} #{number})")
+    disagreements = [
+        d for r in runs for sc in r["scenarios"] for d in sc.get("packet_disagreements", [])
+    ]
+    for d in disagreements:
+        print(f"packet disagreement       {d['kind']}: {d['sentence']}")
     if waits:
         print(f"slot wait                 p50 {percentile(waits, 50):.1f} s, "
               f"p99 {percentile(waits, 99):.1f} s (slots: {runs[0].get('slots')})")  # fmt: skip
@@ -250,6 +262,18 @@ def report(students: list[Student], memory: list[int], errors: list[BaseExceptio
               f"max {max(memory) / 1024:.0f} MiB over {len(memory)} sessions")  # fmt: skip
     for error in errors[:5]:
         print(f"error: {error}")
+    return {
+        "sessions": len(students),
+        "saved": len(runs),
+        "in_band": in_band,
+        "iterations": len(iterations),
+        "packets_ok": packets_ok,
+        "late_segments": sum(1 for d in disagreements if d["kind"] == "arrival"),
+        "tcp_disagreements": sum(1 for d in disagreements if d["kind"] != "arrival"),
+        "worst_miss_ms": max(misses)[0] if misses else 0.0,
+        "memory_mib": statistics.median(memory) / 1024 if memory else 0.0,
+        "errors": len(errors),
+    }
 
 
 def stand_aside() -> None:
@@ -271,8 +295,43 @@ def behind_the_sessions() -> None:
         os.sched_setaffinity(0, set(every[: len(every) - spare]))
 
 
+def classes(args: argparse.Namespace) -> None:
+    """N classes, each a child process of its own; then one line per class."""
+    rows = []
+    for number in range(1, args.classes + 1):
+        print(f"== class {number} of {args.classes}", flush=True)
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            command = [sys.executable, __file__, "--sessions", str(args.sessions)]
+            command += ["--python", args.python, "--save-timeout", str(args.save_timeout)]
+            subprocess.run([*command, "--figures", out.name], check=False)
+            text = Path(out.name).read_text()
+        rows.append(json.loads(text) if text else {})
+    print(
+        f"\n{'class':>5}  {'in band':>13}  {'packets':>9}  {'late':>4}  {'TCP':>3}  "
+        f"{'worst miss':>10}  {'PSS':>7}"
+    )
+    for number, row in enumerate(rows, 1):
+        if not row:
+            print(f"{number:>5}  (no figures: the class did not finish)")
+            continue
+        print(
+            f"{number:>5}  {row['in_band']:>6}/{row['iterations']:<6}  "
+            f"{row['packets_ok']:>4}/{row['saved']:<4}  {row['late_segments']:>4}  "
+            f"{row['tcp_disagreements']:>3}  {row['worst_miss_ms']:>7.1f} ms  "
+            f"{row['memory_mib']:>3.0f} MiB"
+        )
+    done = [r for r in rows if r]
+    all_in = sum(1 for r in done if r["in_band"] == r["iterations"] > 0)
+    print(
+        f"classes all in band: {all_in} of {len(rows)}; measurements in band "
+        f"{sum(r['in_band'] for r in done)}/{sum(r['iterations'] for r in done)}; runs with "
+        f"every packet as predicted {sum(r['packets_ok'] for r in done)}/"
+        f"{sum(r['saved'] for r in done)} (segments late: {sum(r['late_segments'] for r in done)}"
+        f", TCP disagreements: {sum(r['tcp_disagreements'] for r in done)})"
+    )
+
+
 def main() -> None:
-    stand_aside()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--python", default=sys.executable, help="the interpreter serve runs")
@@ -281,14 +340,24 @@ def main() -> None:
         "--save-timeout", type=float, default=600.0,
         help="seconds a session may take from its key press to its saved result",
     )  # fmt: skip
+    parser.add_argument("--classes", type=int, default=1, help="classes, one after the other")
+    parser.add_argument("--figures", type=Path, help=argparse.SUPPRESS)  # a class's, as JSON
     args = parser.parse_args()
+    if args.classes > 1:
+        classes(args)
+        return
+    stand_aside()
     base = Path(tempfile.mkdtemp(prefix="tfolab-classroom-"))
     os.chmod(base, 0o755)
     results = base / "results"
     process, address = start_serve(args.python, results, args.sessions)
     behind_the_sessions()
     try:
-        asyncio.run(classroom(args.sessions, address, results, process.pid, args.save_timeout))
+        figures = asyncio.run(
+            classroom(args.sessions, address, results, process.pid, args.save_timeout)
+        )
+        if args.figures is not None:
+            args.figures.write_text(json.dumps(figures))
         if args.keep is not None:
             shutil.copytree(results, args.keep, dirs_exist_ok=True)
     finally:
