@@ -251,6 +251,33 @@ def report(
     ]
     for d in disagreements:
         print(f"packet disagreement       {d['kind']}: {d['sentence']}")
+    cpu_waits = [
+        i["cpu_wait_ms"]
+        for r in runs
+        for sc in r["scenarios"]
+        for i in sc["iterations"]
+        if "cpu_wait_ms" in i
+    ]
+    if cpu_waits:
+        values = sorted(cpu_waits)
+        print(
+            f"waits for a CPU            per iteration p50 {percentile(values, 50):.2f} ms, "
+            f"p99 {percentile(values, 99):.2f} ms, max {values[-1]:.2f} ms"
+        )
+    for r in runs:
+        for sc in r["scenarios"]:
+            for i in sc["iterations"]:
+                late = sum(
+                    1
+                    for d in sc.get("packet_disagreements", [])
+                    if d["kind"] == "arrival" and d.get("iteration") == i["i"]
+                )
+                if i.get("ok") is False or late:
+                    print(
+                        f"  missed: {sc['name']} #{i['i']} measured {i['measured_ms']} ms "
+                        f"(band {i['predicted_ms']} ± {i['tolerance_ms']}), {late} late "
+                        f"segments, the lab waited {i.get('cpu_wait_ms', '?')} ms for a CPU"
+                    )
     if waits:
         print(f"slot wait                 p50 {percentile(waits, 50):.1f} s, "
               f"p99 {percentile(waits, 99):.1f} s (slots: {runs[0].get('slots')})")  # fmt: skip

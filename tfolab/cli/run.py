@@ -60,6 +60,8 @@ def handle(args: argparse.Namespace) -> int:
         )
         for note in result.notes:
             print(f"  note: {note}")
+        for repeat in result.repeats:
+            print(f"  repeated: {repeat.words()}")
         print()
         print(report.results_table(result))
         print()

@@ -32,6 +32,7 @@ class Measurement:
     tolerance_ms: float
     connect_ms: float | None = None  # connect()/sendto() return, measured (rr scenarios)
     start_ms: float | None = None  # when it started, on the captured segments' clock
+    cpu_wait_ms: float | None = None  # the lab's threads' wait for a CPU meanwhile (measured)
 
     @property
     def ok(self) -> bool | None:
@@ -56,6 +57,8 @@ class Measurement:
             data["ok"] = self.ok
         if self.connect_ms is not None:
             data["connect_ms"] = round(self.connect_ms, 3)
+        if self.cpu_wait_ms is not None:
+            data["cpu_wait_ms"] = round(self.cpu_wait_ms, 3)
         return data
 
 
@@ -75,6 +78,8 @@ class ScenarioResult:
     counter_diff: list[str] = field(default_factory=list)
     # What the server application did in the measured part: "accepted", "requests".
     app: dict[str, int] = field(default_factory=dict)
+    # How long the lab's threads waited for a CPU over the measured part (None: not measured).
+    cpu_wait_ms: float | None = None
 
     def compare_packets(self) -> None:
         """The capture against the model (tfolab.lab.packets.compare); where the other order
@@ -119,6 +124,8 @@ class ScenarioResult:
             data["counter_diff"] = list(self.counter_diff)
             if self.app:
                 data["app"] = dict(self.app)
+            if self.cpu_wait_ms is not None:
+                data["cpu_wait_ms"] = round(self.cpu_wait_ms, 3)
         data["predicted_counters"] = dict(self.simulation.counters)
         data["predicted_app"] = dict(self.simulation.app)
         data["timeline"] = [event.to_json() for event in self.simulation.events]
@@ -128,6 +135,32 @@ class ScenarioResult:
             data["packet_disagreements"] = [d.to_json() for d in self.disagreements]
             data["races"] = {"named": self.races[0], "used": self.races[1]}
         return data
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """Why a scenario was measured again: its worst miss, and how long the lab's threads
+    waited for a CPU over its measured part (lab/repeats.py)."""
+
+    scenario: str
+    iteration: int
+    missed_by_ms: float
+    cpu_wait_ms: float
+
+    def words(self) -> str:
+        return (
+            f"{self.scenario} measured again: iteration {self.iteration} was "
+            f"{self.missed_by_ms:.1f} ms late, and the lab's threads waited "
+            f"{self.cpu_wait_ms:.1f} ms for a CPU while it measured (the machine, not TCP)"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "iteration": self.iteration,
+            "missed_by_ms": round(self.missed_by_ms, 3),
+            "cpu_wait_ms": round(self.cpu_wait_ms, 3),
+        }
 
 
 @dataclass
@@ -144,6 +177,8 @@ class LabResult:
     capture_off: str = ""  # why packets were not captured ("" when they were)
     slot_wait_ms: float | None = None  # time in line for a measurement slot (tfolab.core.slots)
     slots: int | None = None  # how many measurement slots the machine has
+    # scenarios measured again because the machine, not TCP, took the time (lab/repeats.py)
+    repeats: list[Repeat] = field(default_factory=list)
 
     @property
     def failures(self) -> list[tuple[str, Measurement]]:
@@ -172,6 +207,7 @@ class LabResult:
                 data["slots"] = self.slots
             if self.capture_off:
                 data["capture"] = f"packets not captured: {self.capture_off}"
+            data["repeats"] = [repeat.to_json() for repeat in self.repeats]
         data["hz"] = self.hz
         data["scenarios"] = [s.to_json(measured=self.measured) for s in self.scenarios]
         return data

@@ -49,6 +49,7 @@ def main() -> int:
                 delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
                 turn.dismantle_at_end(delay.stop)
                 network = LabNetwork(delay.backend, delay.delay_ms, server)
+                network.delayer_pid = None if delay.delayer is None else delay.delayer.pid
                 capture_off = _open_capture(network, turn)
                 if capture_off and any(s.config.replay_syn for s in job.scenarios):
                     # Before any scenario measures: the replay resends a captured SYN.
@@ -74,8 +75,7 @@ def main() -> int:
                         skb_heads=heads,
                     )
                 )
-            delayer_pid = None if delay.delayer is None else delay.delayer.pid
-            turn.take_slot(LabProcesses(first.server.process.pid, delayer_pid, realtime))
+            turn.take_slot(LabProcesses(first.server.process.pid, network.delayer_pid, realtime))
             measure_scenario(network, first, emit)
             for scenario in job.scenarios[1:]:
                 measure_scenario(network, prepare_scenario(network, scenario), emit)

@@ -117,6 +117,9 @@ class Iteration(msgspec.Struct, frozen=True, tag="iteration", tag_field="event")
     connect_ms: float
     syn_data_acked: bool
     start_ms: float = 0.0  # the iteration's first call, from the scenario's first measured call
+    # how long the lab's threads waited for a CPU meanwhile (runner/cpu_wait.py): for a
+    # round of a kept connection, the whole connection's
+    cpu_wait_ms: float = 0.0
 
 
 class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):
@@ -129,13 +132,15 @@ class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):
 
 
 class Counters(msgspec.Struct, frozen=True, tag="counters", tag_field="event"):
-    """The TcpExt deltas of a scenario's measured part, and what the server application did
-    in it: connections it accepted, request lines it received (None: not known)."""
+    """The TcpExt deltas of a scenario's measured part, what the server application did in it
+    (connections it accepted, request lines it received; None: not known), and how long the
+    lab's threads waited for a CPU over the whole of it (runner/cpu_wait.py)."""
 
     scenario: str
     counters: dict[str, int]
     app_accepted: int | None = None
     app_requests: int | None = None
+    cpu_wait_ms: float = 0.0
 
 
 class BenchProgress(msgspec.Struct, frozen=True, tag="bench_progress", tag_field="event"):

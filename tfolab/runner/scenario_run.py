@@ -33,6 +33,7 @@ from tfolab.runner.capture import (
     number_connections,
     pcap_frames,
 )
+from tfolab.runner.cpu_wait import LabThreads
 from tfolab.runner.protocol import (
     Captured,
     Counters,
@@ -57,6 +58,7 @@ class LabNetwork:
     destination: str = "127.0.0.1"
     fresh_addresses_used: int = 0
     capture: Capture | None = None  # None where packet sockets are refused
+    delayer_pid: int | None = None  # tfo-delay's, where the backend is NFQUEUE
 
     @property
     def autocorking(self) -> bool:
@@ -179,6 +181,8 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
                 "the replay scenario resends a captured SYN, but packets cannot be captured here",
                 "run as root where AF_PACKET sockets are allowed (see `tfolab doctor`)",
             )
+        threads = LabThreads.of(server.process.pid, network.delayer_pid)
+        waited_before = threads.waited_ns()
         before = netstack.read_tcpext()
         app_before = server.stats()
         if network.capture is not None:
@@ -190,24 +194,28 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             for i in range(1, client_iterations + 1):
                 if config.rotate_key_before_iteration == i:
                     _rotate_key(emit, scenario.name, i)
+                waited = threads.waited_ns()
                 samples = native.run_client(
                     client_options(config, network.destination, server.port, 1)
                 )
+                waited = threads.waited_ns() - waited
                 _check(samples, f"iteration {i}")
                 measured.append(samples[0])
-                _emit_sample(emit, scenario.name, i, config, samples[0], measured[0])
+                _emit_sample(emit, scenario.name, i, config, samples[0], measured[0], waited)
         else:
             # One connection: a key changed before its first iteration meets its SYN (the
             # model rotates at a connection's start too); a later change meets no SYN.
             if config.rotate_key_before_iteration == 1:
                 _rotate_key(emit, scenario.name, 1)
+            waited = threads.waited_ns()
             samples = native.run_client(
                 client_options(config, network.destination, server.port, scenario.iterations)
             )
+            waited = threads.waited_ns() - waited
             _check(samples, "the connection")
             measured += samples
             for i, sample in enumerate(samples, start=1):
-                _emit_sample(emit, scenario.name, i, config, sample, samples[0])
+                _emit_sample(emit, scenario.name, i, config, sample, samples[0], waited)
         tail_ms, replayed = 0.0, None
         if config.replay_syn:
             earlier, syn, sent_ns = _replay(network)
@@ -220,6 +228,7 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             emit(captured)
         after = netstack.read_tcpext()
         app = server.stats().since(app_before)
+        scenario_waited = threads.waited_ns() - waited_before
     finally:
         server.stop()
     emit(
@@ -228,6 +237,7 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             netstack.counter_deltas(before, after),
             app_accepted=app.accepted,
             app_requests=app.requests,
+            cpu_wait_ms=round(scenario_waited / 1e6, 3),
         )
     )
 
@@ -335,6 +345,7 @@ def _emit_sample(
     config: ScenarioConfig,
     sample: native.Sample,
     first: native.Sample,
+    cpu_wait_ns: int,
 ) -> None:
     # A round of write-write-read starts at its first write; a fresh connection at its call;
     # a later request on a kept connection (no connect: its stamp is 0) at its write.
@@ -351,6 +362,7 @@ def _emit_sample(
             connect_ms=round(sample.connect_ms, 3),
             syn_data_acked=sample.syn_data_acked,
             start_ms=round((start_ns - first.connect_start_ns) / 1e6, 4),
+            cpu_wait_ms=round(cpu_wait_ns / 1e6, 3),
         )
     )
 

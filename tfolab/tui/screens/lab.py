@@ -513,7 +513,8 @@ class LabScreen(Screen[None]):
                 "warning",
             )
         else:
-            notes = f" · {'; '.join(result.notes)}" if result.notes else ""
+            said = [*result.notes, *(repeat.words() for repeat in result.repeats)]
+            notes = f" · {'; '.join(said)}" if said else ""
             self._banner(
                 f"Measured on Linux {result.kernel_release} via {result.backend}: "
                 f"{band_words(summary)} · {packets}{notes}",
