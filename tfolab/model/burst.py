@@ -8,9 +8,9 @@ lock, and then ACKed on its own (quick-ACK mode, or two full segments), or
 after it, in the socket's backlog, where Linux 6.1's tcp_add_backlog
 coalesces it with the next and from 6.7 __tcp_ack_snd_check defers its ACK
 to tcp_release_cb (TCP_ACK_DEFERRED): then one ACK covers the rest of the
-burst. Who wins is the host's scheduling, at any delay: measured at D = 2 ms,
-MTU 576, six request segments 3 us apart drew ACKs for the first three and
-one for the last three.
+burst. Who wins is the host's scheduling, at any delay (the captures are in
+docs/TCP-NOTES.md, "A burst races the reader it wakes" and the two notes
+after it).
 
 Rules:
 - `Burst.add` records each data segment of the burst: where it ends and what
@@ -21,9 +21,7 @@ Rules:
   (`Burst.woken`): the ACK that completes the handshake wakes accept() through
   tcp_rcv_state_process's sk_state_change, and the server then reads the new
   socket while the request's segments that arrived with that ACK are still
-  being processed. Measured on 6.18 through NFQUEUE at D = 10: delack
-  nodelay's 10- and 6-byte writes, released with the third ACK, drew one ACK
-  of both (no ACK of the first 10 bytes), once in a few dozen runs. The last one's ACK
+  being processed. The last one's ACK
   is certain (on its own, or the merged one), but its window depends on the
   race's outcome: `merged_windows` gives the window field the merged ACK
   carries for every point at which the reader may have taken the lock (the
@@ -34,9 +32,7 @@ Rules:
   tcp_release_cb (6.7+), or the coalesced skb is ACKed at once as more than
   one full frame (6.1), acknowledging the whole burst. So the burst's last
   race ACK (`deferred_race_ack`) leaves either way, acknowledging its own
-  segment or the burst's end (delack_timer.py). Measured on 6.18 at D = 0:
-  a 3000-byte response in three segments drew an ACK of 2896 bytes nine
-  times in ten, and once an ACK of all 3000.
+  segment or the burst's end (delack_timer.py).
 """
 
 from __future__ import annotations
