@@ -112,7 +112,11 @@ def simulate(
             f"got {iterations}"
         )
     outside = domain.refusal(
-        config, float(one_way_delay_ms), receive_memory, initial_wscale(receive_space_bytes)
+        config,
+        float(one_way_delay_ms),
+        receive_memory,
+        initial_wscale(receive_space_bytes),
+        iterations,
     )
     if outside is not None:
         raise ModelInputError(f"outside the model's domain: {outside}")
