@@ -22,6 +22,7 @@ from tfolab.model.loop import ReaderChoice
 from tfolab.model.rcv_space import RcvSpace, ReceiveMemory
 from tfolab.model.simulation import with_lock_early
 
+ACKED = (8949, 17897, 20001)  # the echo's ACKs (and the FIN, which carries 20001)
 HOST_RMEM = ReceiveMemory(rmem_max=33_554_432)  # 6.18's default tcp_rmem[2], as measured
 CONFIG = dataclasses.replace(scenario("delack", "nodelay").config, first_write_bytes=36086)
 
@@ -132,3 +133,33 @@ def test_tcp_space_subtracts_the_backlog(backlog: int) -> None:
     space = RcvSpace(HOST_RMEM, 10, 65483)
     space.ratio, space.rmem, space.backlog = 249, 4241, backlog
     assert space.space() == ((131_072 - backlog - 4241) * 249) >> 8
+
+
+def _echo_windows(lock_early: frozenset[ReaderChoice]) -> list[int | None]:
+    """The client's pure ACKs of a 20000-byte echo at MTU 9000 (8948 + 8948 + 2104 B,
+    cut in software: fresh skbs), 832 bytes of skb per segment as the runner measured."""
+    memory = dataclasses.replace(HOST_RMEM, skb_head_truesize=832)
+    config = dataclasses.replace(
+        scenario("handshake", "plain").config, request_bytes=20000, mtu=9000
+    )
+    sim = simulate(
+        config,
+        one_way_delay_ms=0,
+        iterations=1,
+        receive_space_bytes=memory.rmem_max,
+        receive_memory=memory,
+        lock_early=lock_early,
+    )
+    return [w for _, ack, length, w in _segments(sim, "client") if not length and ack in ACKED]
+
+
+def test_fresh_skbs_merge_in_the_backlog_unless_its_list_was_already_taken() -> None:
+    """The client's read() took the socket after the first 8948 bytes. Merged in the
+    backlog (tcp_add_backlog: the tail is no clone), the other two charge 8948 + 832 +
+    2104 to sk_backlog.len: window 96. Captured on 6.18 in 1 run of 4: 97, when
+    __release_sock had already taken the list as the last 2104 bytes came, which then
+    waited apart (+ 832) and left more room to tcp_grow_window."""
+    take = (1, "client", 8949, "take")
+    assert _echo_windows(frozenset({take})) == [80, 96, 96]
+    detached = frozenset({take, (1, "client", 20001, "detach")})
+    assert _echo_windows(detached) == [80, 97, 97]

@@ -160,7 +160,7 @@ def _reader_races(
 ) -> tuple[Simulation, list[Pair], list[Row]]:
     """At D = 0, where the woken readers took their sockets and let them go
     (model/backlog.py): the lock points the capture shows, found by adding one at a
-    time (a take alone, or with one of the release points it opens) while that removes
+    time (a take alone, or with one of the release or detach points it opens) while that removes
     disagreements, within LOCK_SEARCH simulations. Each lock point is a named race."""
     wrong = _wrong(aligned)
     budget = [LOCK_SEARCH]
@@ -175,7 +175,13 @@ def _reader_races(
 
     while wrong and budget[0] > 0:
         best: tuple[Simulation, list[Pair], list[Row], int] | None = None
-        for point in sim.lock_points:
+        holding = {(c[0], c[1]) for c in sim.lock_early if c[3] == "take"}
+        first = _first_wrong_event(aligned)
+        for point in sorted(sim.lock_points, key=lambda p: -p.event_id):
+            if point.event_id > first:
+                continue  # after the first disagreement: it cannot be its cause
+            if point.kind != "take" and (point.connection, point.side) not in holding:
+                continue  # a release or detach point belongs with its take (below)
             taken = attempt(sim.lock_early | {point.key})
             if taken is None:
                 continue
@@ -185,7 +191,7 @@ def _reader_races(
                 candidates += [
                     c
                     for r in taken.lock_points
-                    if r.kind == "release" and (r.connection, r.side) == reader
+                    if r.kind != "take" and (r.connection, r.side) == reader
                     and (c := attempt(taken.lock_early | {r.key})) is not None
                 ]  # fmt: skip
             for candidate in candidates:
@@ -195,10 +201,29 @@ def _reader_races(
                 candidate_wrong = _wrong(candidate_aligned)
                 if best is None or candidate_wrong < best[3]:
                     best = (candidate, candidate_aligned, candidate_model, candidate_wrong)
+            if best is not None and best[3] == 0:
+                break
         if best is None or best[3] >= wrong:
             break
         sim, aligned, model, wrong = best
     return sim, aligned, model
+
+
+def _first_wrong_event(aligned: Sequence[Pair]) -> int:
+    """The model's event id of the earliest disagreement: its own row's, or for a
+    segment only the kernel sent, the model's row before it in that direction."""
+    first = None
+    last_model: dict[tuple[int, str], int] = {}
+    for pair in aligned:
+        row = pair.model or pair.kernel
+        assert row is not None
+        direction = (row.connection, row.sender)
+        if pair.model is not None and pair.model.event_id is not None:
+            last_model[direction] = pair.model.event_id
+        if pair.disagreement is not None:
+            anchor = last_model.get(direction, 0)
+            first = anchor if first is None else min(first, anchor)
+    return first if first is not None else 0
 
 
 def _wrong(aligned: Iterable[Pair]) -> int:

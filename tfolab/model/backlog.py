@@ -66,12 +66,14 @@ def own(sock: TcpSock, *, blocking: bool) -> Owner:
     return owner
 
 
-def add(sock: TcpSock, now: int, wire: Wire) -> None:
+def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True) -> None:
     """tcp_add_backlog: the segment waits, charged to sk_backlog.len by its truesize, or
-    joins the backlog's last skb where skb_try_coalesce may (`_merged`)."""
+    joins the backlog's last skb where skb_try_coalesce may (`_merged`). `merge` False:
+    __release_sock has already taken the list (sk_backlog.tail is NULL), so there is no
+    skb to join, while sk_backlog.len still counts the ones taken."""
     owner = sock.owner
     assert owner is not None
-    merged = _merged(owner.backlog[-1], wire) if owner.backlog else None
+    merged = _merged(owner.backlog[-1], wire) if owner.backlog and merge else None
     if merged is not None:
         owner.backlog[-1] = merged
         sock.rspace.backlog += len(wire.payload)  # skb_try_coalesce's delta: its frags

@@ -17,8 +17,10 @@ Rules:
   the segments that arrive at this instant wait in its backlog, and
   release_sock runs after everything else at the instant (backlog.py), or
   before a later segment arrives where that segment's release point is in
-  `lock_early` too (the reader's copy was done first). The others keep the
-  default: the reader runs after the kernel's work and the
+  `lock_early` too (the reader's copy was done first), or as it arrives where
+  its detach point is (__release_sock had already taken the backlog's list:
+  the segment is merged into nothing, and processed in the same release). The
+  others keep the default: the reader runs after the kernel's work and the
   waker's next calls at that instant. Which one the kernel took is the
   host's scheduling; the comparison looks for the choices the capture shows
   (a named race per lock point, counted).
@@ -69,14 +71,15 @@ ReaderChoice = tuple[int, str, int, str]  # LockPoint.key
 @dataclass(frozen=True)
 class LockPoint:
     """An instant where a woken reader may take its socket before its peer sends more
-    ("take"), or, holding it, let it go before the next segment arrives ("release"):
+    ("take"), or, holding it, let it go before the next segment arrives ("release"), or
+    be processing its backlog already when it arrives ("detach"):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
     connection: int
     side: Side  # the reader's
     end: int  # where the data segment just received (or arriving) ends
-    kind: Literal["take", "release"] = "take"
+    kind: Literal["take", "release", "detach"] = "take"
     event_id: int = 0  # that segment (in this timeline)
 
     @property
@@ -347,8 +350,6 @@ class World:
         receiver = conn.client if wire.sender == "server" else conn.server
         owned = receiver is not None and receiver.sock.owner is not None
         if owned and not self._releases(now, conn, wire):
-            assert receiver is not None
-            backlog.add(receiver.sock, now, wire)  # its reader holds it: tcp_add_backlog
             return
         if receiver is not None:
             receiver.sock.more_in_burst = not last
@@ -402,16 +403,26 @@ class World:
         return True
 
     def _releases(self, now: int, conn: Connection, wire: Wire) -> bool:
-        """A segment reaches a socket its reader holds (a release point): has the reader
-        let it go already? If so release_sock runs now and the segment is received."""
+        """A segment reaches a socket its reader holds. Has the reader let it go already
+        (a "release" point: release_sock runs now and the segment is received as usual,
+        True)? Else it waits in the backlog (False); where its "detach" point is taken,
+        __release_sock had already taken the backlog's list, so it is merged into nothing
+        and is processed in the same release, right away."""
         side: Side = "client" if wire.sender == "server" else "server"
         end = wire.seq + len(wire.payload)
-        point = LockPoint(conn.number, side, end, "release", wire.event_id)
-        self.lock_points.append(point)
-        if point.key not in self.lock_early:
-            return False
-        self._release(now, conn, side, wire.event_id)
-        return True
+        released = LockPoint(conn.number, side, end, "release", wire.event_id)
+        detached = LockPoint(conn.number, side, end, "detach", wire.event_id)
+        self.lock_points += [released, detached]
+        if released.key in self.lock_early:
+            self._release(now, conn, side, wire.event_id)
+            return True
+        receiver = conn.client if side == "client" else conn.server
+        assert receiver is not None
+        detach = detached.key in self.lock_early
+        backlog.add(receiver.sock, now, wire, merge=not detach)  # tcp_add_backlog
+        if detach:
+            self._release(now, conn, side, wire.event_id)
+        return False
 
     def _release(self, now: int, conn: Connection, side: Side, caused_by: int) -> None:
         """release_sock (backlog.py), then the reader's application goes on."""
