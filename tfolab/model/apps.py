@@ -306,6 +306,10 @@ class ClientScript:
 
             env.call_app_at(now, next_call)
 
+    def take(self, now: int, caused_by: int) -> None:
+        """At a lock point (loop.py): the blocked read() takes the socket (backlog.py)."""
+        self.ep.take(now, blocking=True, caused_by=caused_by)
+
     def _read(self, now: int, caused_by: int | None) -> None:
         if not self.ep.sock.readable_bytes:
             return
@@ -395,6 +399,16 @@ class ServerScript:
             close = self.call(now, "close", "", "the server closes its side", eof)
             ep.app_close(now, close)
             self.closed = True
+
+    def take(self, now: int, caused_by: int) -> None:
+        """At a lock point (loop.py): the epoll loop's recv() takes the socket early
+        (backlog.py), after its TCP_QUICKACK where asked, as before every recv()."""
+        if self.config.server_quickack:
+            caused_by = self.call(
+                now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by
+            )
+            self.ep.set_quickack(now, caused_by)
+        self.ep.take(now, blocking=False, caused_by=caused_by)
 
     def _answer(self, now: int, caused_by: int) -> None:
         name = "echo" if self.config.pattern == "wwr" else "response"

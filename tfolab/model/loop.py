@@ -398,7 +398,9 @@ class World:
         if point.key not in self.lock_early:
             return False
         # the client's read() blocks; the echo server's recv() is MSG_DONTWAIT
-        endpoint.take(now, blocking=side == "client", caused_by=wire.event_id)
+        script = conn.script if side == "client" else conn.server_script
+        assert script is not None
+        script.take(now, wire.event_id)
         self._at(now, lambda t: self._release(t, conn, side, wire.event_id), release=True)
         return True
 
