@@ -57,7 +57,7 @@ def test_what_check_accepts_the_model_simulates() -> None:
             continue
         delay = rng.choice([0, 0.5, 10])
         outside = domain.refusal(
-            config, delay, LINUX_DEFAULT, initial_wscale(DEFAULT_RECEIVE_SPACE)
+            config, delay, LINUX_DEFAULT, initial_wscale(DEFAULT_RECEIVE_SPACE), 2
         )
         try:
             simulate(config, one_way_delay_ms=delay, iterations=2, hz=250)

@@ -25,7 +25,10 @@ Rules:
   its burst's end (Segment.merged_ack) is no optional segment: it leaves
   either way, acknowledging its own segment or the whole burst, with the
   window of that outcome. At D = 0 the other order of two applications woken
-  at once is one more named race (model.simulation.other_app_order).
+  at once is one more named race (model.simulation.other_app_order), and so is
+  each lock point, where a woken reader may take its socket while its peer
+  still sends (model/backlog.py): the comparison takes the ones that remove
+  disagreements, one at a time (`_reader_races`), and counts them used.
 - Without a delay, each run of one side's pure ACKs is compared in the order
   it was sent, not the order it arrived (`in_send_order`: two CPUs' backlogs).
 - `compare` gives one PacketComparison: every pair of the alignment with its
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from tfolab.lab.disagreements import (
@@ -54,7 +57,11 @@ from tfolab.lab.disagreements import (
 from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts
 from tfolab.model import Simulation
 from tfolab.model.captured import CapturedRow
-from tfolab.model.simulation import other_app_order
+from tfolab.model.loop import ReaderChoice
+from tfolab.model.simulation import other_app_order, with_lock_early
+
+# the most simulations the search for the readers' lock points may run (_reader_races)
+LOCK_SEARCH = 160
 
 
 @dataclass(frozen=True)
@@ -132,18 +139,91 @@ def compare(
         )
         return aligned, model
 
-    chosen = sim
-    aligned, model = against(sim)
-    named, used = race_count(aligned, model)
+    chosen, aligned, model = _reader_races(sim, *against(sim), against)
+    order_used = 0
     other = other_app_order(sim)
-    if other is not None:
-        named += 1
-        other_aligned, other_model = against(other)
+    if other is not None and _wrong(aligned):
+        other_chosen, other_aligned, other_model = _reader_races(other, *against(other), against)
         if _wrong(other_aligned) < _wrong(aligned):
-            chosen, aligned = other, other_aligned
-            named, used = race_count(other_aligned, other_model)
-            named, used = named + 1, used + 1
+            chosen, aligned, model, order_used = other_chosen, other_aligned, other_model, 1
+    named, used = race_count(aligned, model)
+    named += (other is not None) + len(chosen.lock_points)
+    used += order_used + len(chosen.lock_early)
     return PacketComparison(chosen, tuple(aligned), named, used, lost)
+
+
+def _reader_races(
+    sim: Simulation,
+    aligned: list[Pair],
+    model: list[Row],
+    against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+) -> tuple[Simulation, list[Pair], list[Row]]:
+    """At D = 0, where the woken readers took their sockets and let them go
+    (model/backlog.py): the lock points the capture shows, found by adding one at a
+    time (a take alone, or with one of the release or detach points it opens) while that removes
+    disagreements, within LOCK_SEARCH simulations. Each lock point is a named race."""
+    wrong = _wrong(aligned)
+    budget = [LOCK_SEARCH]
+    tried = {sim.lock_early}
+
+    def attempt(choice: frozenset[ReaderChoice]) -> Simulation | None:
+        if choice in tried or budget[0] <= 0:
+            return None
+        tried.add(choice)
+        budget[0] -= 1
+        return with_lock_early(sim, choice)
+
+    while wrong and budget[0] > 0:
+        best: tuple[Simulation, list[Pair], list[Row], int] | None = None
+        holding = {(c[0], c[1]) for c in sim.lock_early if c[3] == "take"}
+        first = _first_wrong_event(aligned)
+        for point in sorted(sim.lock_points, key=lambda p: -p.event_id):
+            if point.event_id > first:
+                continue  # after the first disagreement: it cannot be its cause
+            if point.kind != "take" and (point.connection, point.side) not in holding:
+                continue  # a release or detach point belongs with its take (below)
+            taken = attempt(sim.lock_early | {point.key})
+            if taken is None:
+                continue
+            candidates = [taken]
+            if point.kind == "take":  # its reader may let go before any later segment
+                reader = (point.connection, point.side)
+                candidates += [
+                    c
+                    for r in taken.lock_points
+                    if r.kind != "take" and (r.connection, r.side) == reader
+                    and (c := attempt(taken.lock_early | {r.key})) is not None
+                ]  # fmt: skip
+            for candidate in candidates:
+                if candidate.events == sim.events:
+                    continue
+                candidate_aligned, candidate_model = against(candidate)
+                candidate_wrong = _wrong(candidate_aligned)
+                if best is None or candidate_wrong < best[3]:
+                    best = (candidate, candidate_aligned, candidate_model, candidate_wrong)
+            if best is not None and best[3] == 0:
+                break
+        if best is None or best[3] >= wrong:
+            break
+        sim, aligned, model, wrong = best
+    return sim, aligned, model
+
+
+def _first_wrong_event(aligned: Sequence[Pair]) -> int:
+    """The model's event id of the earliest disagreement: its own row's, or for a
+    segment only the kernel sent, the model's row before it in that direction."""
+    first = None
+    last_model: dict[tuple[int, str], int] = {}
+    for pair in aligned:
+        row = pair.model or pair.kernel
+        assert row is not None
+        direction = (row.connection, row.sender)
+        if pair.model is not None and pair.model.event_id is not None:
+            last_model[direction] = pair.model.event_id
+        if pair.disagreement is not None:
+            anchor = last_model.get(direction, 0)
+            first = anchor if first is None else min(first, anchor)
+    return first if first is not None else 0
 
 
 def _wrong(aligned: Iterable[Pair]) -> int:

@@ -11,7 +11,9 @@ Rules (they mirror native/src/lib/client.c and server.c):
 - Applications take no time: they run at the instant the kernel wakes them,
   after the kernel has finished with the segment that woke them and with
   every other segment arriving in the same instant (a burst sent back to back
-  is read at once: World._last_of_burst).
+  is read at once: World._last_of_burst); at D = 0 the one exception is a
+  reader the loop lets take its socket at a lock point (loop.py, backlog.py),
+  whose next read returns what it copied there with what came after.
 - The client records each iteration's headline start and end events:
   rr: connect()/sendto() -> first response byte (later rounds on a kept
   connection: write -> first byte); wwr: first write -> last byte of the echo.
@@ -304,10 +306,14 @@ class ClientScript:
 
             env.call_app_at(now, next_call)
 
+    def take(self, now: int, caused_by: int) -> None:
+        """At a lock point (loop.py): the blocked read() takes the socket (backlog.py)."""
+        self.ep.take(now, blocking=True, caused_by=caused_by)
+
     def _read(self, now: int, caused_by: int | None) -> None:
-        if not self.ep.sock.rcv_buf:
+        if not self.ep.sock.readable_bytes:
             return
-        before, queued = self.got, len(self.ep.sock.rcv_buf)
+        before, queued = self.got, self.ep.sock.readable_bytes
         detail = f"{queued} B"
         if before == 0:
             detail += ", first response byte"
@@ -380,19 +386,29 @@ class ServerScript:
                 now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by
             )
             ep.set_quickack(now, caused_by)
-        if sock.rcv_buf:
+        if sock.readable_bytes:
             # The read first: an ACK that tcp_cleanup_rbuf sends is the read's doing.
             caused_by = self.call(
-                now, "read", f"{len(sock.rcv_buf)} B", "recv() of everything queued", caused_by
+                now, "read", f"{sock.readable_bytes} B", "recv() of everything queued", caused_by
             )
             self.inbuf += ep.app_read(now, caused_by)
             self._answer(now, caused_by)
-        if sock.fin_received and not sock.rcv_buf:
+        if sock.fin_received and not sock.readable_bytes:
             eof = self.call(now, "read", "0 B (end of file)", "the client closed", caused_by)
             ep.app_read(now, eof)
             close = self.call(now, "close", "", "the server closes its side", eof)
             ep.app_close(now, close)
             self.closed = True
+
+    def take(self, now: int, caused_by: int) -> None:
+        """At a lock point (loop.py): the epoll loop's recv() takes the socket early
+        (backlog.py), after its TCP_QUICKACK where asked, as before every recv()."""
+        if self.config.server_quickack:
+            caused_by = self.call(
+                now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by
+            )
+            self.ep.set_quickack(now, caused_by)
+        self.ep.take(now, blocking=False, caused_by=caused_by)
 
     def _answer(self, now: int, caused_by: int) -> None:
         name = "echo" if self.config.pattern == "wwr" else "response"

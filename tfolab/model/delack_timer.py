@@ -30,6 +30,9 @@ themselves are delack.py's, this module applies them to one socket):
   first pure ACK of that data that would follow (the timer's, or the read's
   in __tcp_cleanup_rbuf) then leaves only in the first outcome
   (output.transmit makes it optional; a timer's counts Timer.unless_merged).
+- An ACK due at once while the socket's backlog is processed (its reader
+  held it, backlog.py) is deferred to tcp_release_cb on 6.7+
+  (TCP_ACK_DEFERRED: one ACK for the batch) and sent at once before.
 - Every armed timer says why it holds the ACK: the caller's reason, the FIN
   the socket hopes to piggyback on (CLOSE_WAIT), interactive mode (pingpong),
   or no quick ACK left.
@@ -80,6 +83,13 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
     advances = sock.rspace.right_edge_advances(sock.ack.rcv_mss)
     why = rules.ack_now(sock.ack, sock.unacked_received_bytes, advances)
     cause = f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) arrived"
+    owner = sock.owner
+    if why is not None and owner is not None and owner.processing:
+        if sock.env.rmem.backlog_ack_defer:
+            # __tcp_ack_snd_check from __release_sock (6.7+): tcp_release_cb sends it
+            owner.ack_deferred = True
+            return
+        why += " (processed from the backlog at release_sock; Linux before 6.7 sends it now)"
     if why is not None:
         busy = (
             sock.env.link.one_way_delay_ns == 0

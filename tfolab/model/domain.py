@@ -14,6 +14,17 @@ Rules (each the reason the kernel would leave the model's world):
 - It fits in the receiver's first advertised window (tcp_select_initial_window:
   the SYN's or SYN-ACK's unscaled window), or tcp_snd_wnd_test holds the rest
   until a window update.
+- A kept connection's receiver gets no more in all than tcp_init_buffer_space's
+  rcvq_space.space (min3(rcv_ssthresh, rcv_wnd, TCP_INIT_CWND x advmss)):
+  tcp_rcv_space_adjust (6.1 and 6.18) grows sk_rcvbuf and window_clamp when a
+  read finds more than that copied since its last measure, taken at least one
+  receive-RTT estimate earlier (tcp_rcv_rtt_measure_ts, tcp_rcv_rtt_measure),
+  and the windows then grow with it. How many rounds one measure spans is the
+  host's timing (whole-millisecond timestamps, microseconds at D = 0), so only
+  the total is a bound. Measured on 6.18: at D = 0, 36086 + 6 bytes for 5
+  rounds, the server's window went from 93 to 221 in round 4 and 349 in
+  round 5; at D = 10 ms, one write of 30006 bytes for 5 rounds, from 96 to
+  224 in round 4 in one run of two (three rounds in one measure).
 - The handshake ends before its timers: the SYN's and the SYN-ACK's
   retransmission timers start at TCP_TIMEOUT_INIT (1 s, tcp_connect and
   inet_csk_reqsk_queue_hash_add / tcp_fastopen_synack_timer), so a round trip
@@ -46,6 +57,7 @@ HANDSHAKE_MARGIN_MS = 5.0
 MAX_HANDSHAKE_DELAY_MS = (TCP_TIMEOUT_INIT_MS - HANDSHAKE_MARGIN_MS) / 2
 WINDOWS_ISSUE = "needs the congestion- and receive-window model"
 TIMERS_ISSUE = "needs the retransmission-timer model"
+AUTOTUNING_ISSUE = "needs the receive-buffer autotuning model (tcp_rcv_space_adjust)"
 
 
 def mss_in_use(mtu: int) -> int:
@@ -73,8 +85,17 @@ def message_bytes(config: ScenarioConfig) -> tuple[str, int]:
     return "request_bytes", config.request_bytes
 
 
+def autotuning_space(mtu: int, receive_memory: ReceiveMemory, wscale: int) -> int:
+    """tcp_init_buffer_space's rcvq_space.space, at most: the first window, 10 x advmss."""
+    return min(first_window(mtu, receive_memory, wscale), TCP_INIT_CWND * mss_in_use(mtu))
+
+
 def refusal(
-    config: ScenarioConfig, delay_ms: float, receive_memory: ReceiveMemory, wscale: int
+    config: ScenarioConfig,
+    delay_ms: float,
+    receive_memory: ReceiveMemory,
+    wscale: int,
+    iterations: int = 1,
 ) -> str | None:
     """Why the model cannot predict this scenario at this delay; None inside its domain."""
     name, size = message_bytes(config)
@@ -94,6 +115,17 @@ def refusal(
             f"at MTU {config.mtu} (tcp_select_initial_window): the wait for a window "
             f"update {WINDOWS_ISSUE}; the model predicts up to {window} bytes here"
         )
+    kept = config.pattern == "wwr" or not config.fresh_connection_each_iteration
+    if kept and iterations >= 2:
+        space = autotuning_space(config.mtu, receive_memory, wscale)
+        if iterations * size > space:
+            return (
+                f"{name} = {size} over {iterations} rounds on one connection is "
+                f"{iterations * size} bytes, more than the {space} a receiver may copy "
+                f"before receive-buffer autotuning grows its buffer and its windows: that "
+                f"{AUTOTUNING_ISSUE}; the model predicts up to {space} bytes per connection "
+                f"here"
+            )
     if delay_ms > MAX_HANDSHAKE_DELAY_MS:
         return (
             f"a delay of {delay_ms:g} ms one way puts the SYN-ACK at {2 * delay_ms:g} ms, "

@@ -23,7 +23,7 @@ Rules:
 
 from __future__ import annotations
 
-from tfolab.model import delack_timer, handshake, output
+from tfolab.model import backlog, delack_timer, handshake, output
 from tfolab.model.events import Side
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynDecision, SynPlan
 from tfolab.model.flights import WriteMark
@@ -122,7 +122,24 @@ class TcpEndpoint:
             output.push(self.sock, now, cause="TCP_CORK cleared", caused_by=caused_by)
 
     def app_read(self, now: int, caused_by: int | None) -> bytes:
-        """read()/recv() of everything queued; tcp_cleanup_rbuf may ACK at once."""
+        """read()/recv() of everything queued; tcp_cleanup_rbuf may ACK at once.
+
+        Bytes a reader copied early (`take`) come first; a MSG_DONTWAIT reader
+        already ran tcp_cleanup_rbuf for them, so only what was queued since counts.
+        """
+        sock = self.sock
+        early, acked = bytes(sock.pre_read), sock.pre_read_acked
+        sock.pre_read.clear()
+        sock.pre_read_acked = False
+        queued = self._copy(now)
+        data = early + queued
+        sock.fin_read = sock.fin_received  # a recv() that reaches the FIN consumes it
+        if not (acked and not queued):
+            self.cleanup_rbuf(now, len(queued) if acked else len(data), caused_by)
+        return data
+
+    def _copy(self, now: int) -> bytes:
+        """tcp_recvmsg's copy: the receive queue to the application, its memory freed."""
         sock = self.sock
         data = bytes(sock.rcv_buf)
         sock.rcv_buf.clear()
@@ -131,12 +148,53 @@ class TcpEndpoint:
         sock.rspace.read_all()
         sock.app_busy_until_ns = now + sock.env.app_reaction_ns
         sock.delivered += data
-        sock.fin_read = sock.fin_received  # a recv() that reaches the FIN consumes it
+        return data
+
+    def take(self, now: int, *, blocking: bool, caused_by: int) -> None:
+        """A woken reader takes the socket (lock_sock) and copies what is queued (backlog.py).
+
+        A MSG_DONTWAIT recv() stops at the end of the queue and runs tcp_cleanup_rbuf
+        now; a blocking read() flushes the backlog first (at `release`).
+        """
+        sock = self.sock
+        owner = backlog.own(sock, blocking=blocking)
+        queued = len(sock.rcv_buf)
+        owner.read_event = sock.note(
+            now,
+            f"the {sock.side}'s {'read()' if blocking else 'recv()'} takes the socket and "
+            f"copies the {queued} B queued; what its peer sends meanwhile waits in the "
+            "backlog until release_sock (a race without a delay: the reader runs on the "
+            "other CPU while its peer goes on sending)",
+            caused_by,
+            "a reader woken on the other CPU",
+        )
+        sock.pre_read += self._copy(now)
+        if not blocking:
+            sock.pre_read_acked = True
+            self.cleanup_rbuf(now, queued, owner.read_event)
+
+    def release(self, now: int) -> None:
+        """release_sock: the backlog is processed, then tcp_release_cb (backlog.py).
+
+        A blocking read() flushed it from inside its copy loop (__sk_flush_backlog), so
+        it copies on what the backlog queued, and only then runs tcp_cleanup_rbuf once
+        for everything it copied; a MSG_DONTWAIT recv() returned before the backlog ran.
+        """
+        sock = self.sock
+        owner = backlog.release(sock, now, lambda wire: receive_segment(sock, now, wire))
+        if owner.blocking:
+            sock.pre_read += self._copy(now)
+            sock.pre_read_acked = True
+            self.cleanup_rbuf(now, len(sock.pre_read), owner.read_event)
+
+    def cleanup_rbuf(self, now: int, copied: int, caused_by: int | None) -> None:
+        """tcp_cleanup_rbuf at the end of a read that copied `copied` bytes: ACK now?"""
+        sock = self.sock
         rules = sock.env.rules
-        why = rules.cleanup_rbuf(sock.ack, len(data), sock.unacked_received_bytes, True)
+        why = rules.cleanup_rbuf(sock.ack, copied, sock.unacked_received_bytes, True)
         if (
             not why
-            and data
+            and copied
             and not sock.fin_received  # RCV_SHUTDOWN: no window worth opening
             and sock.rspace.window_raised(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
         ):
@@ -152,7 +210,6 @@ class TcpEndpoint:
                 "the application read",
                 caused_by,
             )
-        return data
 
     def set_quickack(self, now: int, caused_by: int | None) -> None:
         """setsockopt(TCP_QUICKACK, 1): leave pingpong; flush a pending ACK if drained."""

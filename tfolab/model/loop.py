@@ -8,6 +8,22 @@ Rules:
   applications woken at the same instant run oldest first, or, with
   `latest_app_first`, the other way round: without a delay the two processes
   race on two CPUs, and the comparison accepts either order (simulation.py).
+- Lock points (D = 0): a data segment received by a socket whose application
+  is reading is an instant where that reader, woken on the other CPU, may
+  take the socket before its peer sends more (the rest of the write, its
+  next call). Each is named by its connection, the reader's side and the
+  stream position of that segment's end (`lock_points`); the ones in
+  `lock_early` are taken there: the reader copies what is queued,
+  the segments that arrive at this instant wait in its backlog, and
+  release_sock runs after everything else at the instant (backlog.py), or
+  before a later segment arrives where that segment's release point is in
+  `lock_early` too (the reader's copy was done first), or as it arrives where
+  its detach point is (__release_sock had already taken the backlog's list:
+  the segment is merged into nothing, and processed in the same release). The
+  others keep the default: the reader runs after the kernel's work and the
+  waker's next calls at that instant. Which one the kernel took is the
+  host's scheduling; the comparison looks for the choices the capture shows
+  (a named race per lock point, counted).
 - Time never goes back: the loop refuses an action scheduled in the past.
 - Segments are delivered exactly D after they leave (the link); timers are
   the deadlines the endpoints report (Env.call_at), checked lazily: a stale
@@ -30,8 +46,10 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 from functools import partial
+from typing import Literal
 
-from tfolab.model.apps import ClientScript, ServerScript
+from tfolab.model import backlog
+from tfolab.model.apps import ClientPhase, ClientScript, ServerScript
 from tfolab.model.clock import JiffyClock, Link, ms_to_ns
 from tfolab.model.delack import DelackRules
 from tfolab.model.endpoint import TcpEndpoint
@@ -46,6 +64,27 @@ from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 from tfolab.model.wire import Action, Env, Wire
 
 MAX_ACTIONS = 2_000_000
+KERNEL, APPLICATION, RELEASE = 0, 1, 2  # the order of actions at one instant
+ReaderChoice = tuple[int, str, int, str]  # LockPoint.key
+
+
+@dataclass(frozen=True)
+class LockPoint:
+    """An instant where a woken reader may take its socket before its peer sends more
+    ("take"), or, holding it, let it go before the next segment arrives ("release"), or
+    be processing its backlog already when it arrives ("detach"):
+    named by the connection, the reader's side and where that segment ends in its
+    stream, so the same point keeps its name whatever other points were taken."""
+
+    connection: int
+    side: Side  # the reader's
+    end: int  # where the data segment just received (or arriving) ends
+    kind: Literal["take", "release", "detach"] = "take"
+    event_id: int = 0  # that segment (in this timeline)
+
+    @property
+    def key(self) -> ReaderChoice:
+        return (self.connection, self.side, self.end, self.kind)
 
 
 class ModelStuck(RuntimeError):
@@ -76,8 +115,11 @@ class World:
         receive_memory: ReceiveMemory = LINUX_DEFAULT,
         app_reaction_ns: int = 1_000_000,
         latest_app_first: bool = False,
+        lock_early: frozenset[ReaderChoice] = frozenset(),
     ) -> None:
         self.config = config
+        self.lock_early = lock_early
+        self.lock_points: list[LockPoint] = []
         self.iterations = iterations
         # Applications woken at the same instant run oldest first, or (the other
         # way a D = 0 race can go) the latest woken first.
@@ -119,13 +161,17 @@ class World:
         self._woken: set[tuple[int, int]] = set()  # (script, instant) with a turn pending
 
     # ------------------------------------------------------------ scheduling
-    def _at(self, t: int, action: Action, *, application: bool = False) -> None:
-        """Run `action` at t; an application's turn waits for the kernel's work at that instant."""
+    def _at(
+        self, t: int, action: Action, *, application: bool = False, release: bool = False
+    ) -> None:
+        """Run `action` at t; an application's turn waits for the kernel's work at that
+        instant, a release_sock for everything else at it."""
         if t < self.now:
             raise ModelStuck(f"an action was scheduled in the past ({t} < {self.now} ns)")
         self._counter += 1
         order = -self._counter if application and self.latest_app_first else self._counter
-        heapq.heappush(self._queue, (t, int(application), order, action))
+        kind = RELEASE if release else APPLICATION if application else KERNEL
+        heapq.heappush(self._queue, (t, kind, order, action))
 
     def _next_call(self, t: int, action: Action) -> None:
         """An application's next system call, at t after the kernel's work at that instant.
@@ -302,11 +348,17 @@ class World:
             conn.replay.receive(now, wire)
             return
         receiver = conn.client if wire.sender == "server" else conn.server
+        owned = receiver is not None and receiver.sock.owner is not None
+        if owned and not self._releases(now, conn, wire):
+            return
         if receiver is not None:
             receiver.sock.more_in_burst = not last
         if wire.sender == "server":
             before = conn.client.sock.state
             conn.client.receive(now, wire)
+            reading = conn.script.phase is ClientPhase.READING
+            if reading and self._takes(now, conn, "client", wire):
+                return
             if last and _wakes(wire, before, conn.client.sock.state):
                 self._wake(now, conn.script, conn.number, "client", wire.event_id)
             return
@@ -326,8 +378,64 @@ class World:
         ):
             # sk_state_change woke the server while the client's next segments still arrive
             conn.server.sock.burst.wake()
+        script = conn.server_script
+        reading = script.accepted and not script.closed
+        if reading and not wire.stale and self._takes(now, conn, "server", wire):
+            return
         if last and woken and not wire.stale:  # another connection's ACK gives it nothing
-            self._wake(now, conn.server_script, conn.number, "server", wire.event_id)
+            self._wake(now, script, conn.number, "server", wire.event_id)
+
+    def _takes(self, now: int, conn: Connection, side: Side, wire: Wire) -> bool:
+        """At a lock point (D = 0, data reached a reading application): does the reader take
+        its socket here? If so it copies what is queued now, and releases the socket once
+        everything else at this instant has run (backlog.py)."""
+        if self.env.link.one_way_delay_ns or not wire.payload or conn.replay is not None:
+            return False
+        endpoint = conn.client if side == "client" else conn.server
+        assert endpoint is not None
+        point = LockPoint(conn.number, side, endpoint.sock.rcv_nxt, "take", wire.event_id)
+        self.lock_points.append(point)
+        if point.key not in self.lock_early:
+            return False
+        # the client's read() blocks; the echo server's recv() is MSG_DONTWAIT
+        script = conn.script if side == "client" else conn.server_script
+        assert script is not None
+        script.take(now, wire.event_id)
+        self._at(now, lambda t: self._release(t, conn, side, wire.event_id), release=True)
+        return True
+
+    def _releases(self, now: int, conn: Connection, wire: Wire) -> bool:
+        """A segment reaches a socket its reader holds. Has the reader let it go already
+        (a "release" point: release_sock runs now and the segment is received as usual,
+        True)? Else it waits in the backlog (False); where its "detach" point is taken,
+        __release_sock had already taken the backlog's list, so it is merged into nothing
+        and is processed in the same release, right away."""
+        side: Side = "client" if wire.sender == "server" else "server"
+        end = wire.seq + len(wire.payload)
+        released = LockPoint(conn.number, side, end, "release", wire.event_id)
+        detached = LockPoint(conn.number, side, end, "detach", wire.event_id)
+        self.lock_points += [released, detached]
+        if released.key in self.lock_early:
+            self._release(now, conn, side, wire.event_id)
+            return True
+        receiver = conn.client if side == "client" else conn.server
+        assert receiver is not None
+        detach = detached.key in self.lock_early
+        backlog.add(receiver.sock, now, wire, merge=not detach)  # tcp_add_backlog
+        if detach:
+            self._release(now, conn, side, wire.event_id)
+        return False
+
+    def _release(self, now: int, conn: Connection, side: Side, caused_by: int) -> None:
+        """release_sock (backlog.py), then the reader's application goes on."""
+        endpoint = conn.client if side == "client" else conn.server
+        assert endpoint is not None
+        if endpoint.sock.owner is None:
+            return  # released at an earlier release point
+        endpoint.release(now)
+        script = conn.script if side == "client" else conn.server_script
+        assert script is not None
+        self._wake(now, script, conn.number, side, caused_by)
 
     def _wake(
         self,

@@ -80,6 +80,9 @@ class ReceiveMemory:
     # before 6.5 tcp_send_syn_data copies the SYN's data into the skb's head (a
     # kmalloc'd linear area): its truesize is that allocation's (`syn_data_truesize`)
     syn_data_linear: bool = False
+    # 6.7+: an ACK due while the socket's backlog is processed is deferred to
+    # tcp_release_cb (TCP_ACK_DEFERRED, sysctl tcp_backlog_ack_defer), one for the batch
+    backlog_ack_defer: bool = True
 
     def describe(self) -> str:
         way = "scaling_ratio" if self.scaling_ratio else "tcp_adv_win_scale 1"
@@ -95,6 +98,8 @@ def receive_memory_for(release: tuple[int, int], rmem_default: int, rmem_max: in
         skb_head_truesize=896 if release >= (6, 3) else 1280,  # skb_small_head_cache
         # "tcp: let tcp_send_syn_data() build headless packets" (6.5)
         syn_data_linear=release < (6, 5),
+        # "tcp: defer regular ACK while processing socket backlog" (6.7)
+        backlog_ack_defer=release >= (6, 7),
     )
 
 
@@ -127,6 +132,7 @@ class RcvSpace:
     advmss: int
     rcvbuf: int = 0
     rmem: int = 0  # sk_rmem_alloc: truesize of what the application has not read
+    backlog: int = 0  # sk_backlog.len: truesize waiting while the application holds the socket
     tail_unread: bool = False  # an unread skb at the queue's tail
     tail_fresh: bool = False  # ... that is no clone, so tcp_try_coalesce may grow it
     tail_end: int = 0  # the sequence number just past that skb
@@ -144,8 +150,8 @@ class RcvSpace:
             return (space * self.ratio) >> TCP_RMEM_TO_WIN_SCALE
         return space - (space >> 1)  # tcp_adv_win_scale = 1
 
-    def space(self) -> int:  # tcp_space
-        return self.win_from_space(self.rcvbuf - self.rmem)
+    def space(self) -> int:  # tcp_space: sk_rcvbuf - sk_backlog.len - sk_rmem_alloc
+        return self.win_from_space(self.rcvbuf - self.backlog - self.rmem)
 
     def full_space(self) -> int:  # tcp_full_space
         return self.win_from_space(self.rcvbuf)
@@ -189,13 +195,16 @@ class RcvSpace:
         measured: int | None = None,
         end: int = 0,
         syn_data: bool = False,
+        segment: int | None = None,
     ) -> bool:
         """A data segment of `length` joined the receive queue; True if it grants a quick ACK.
 
         `rcv_mss` is icsk_ack.rcv_mss before tcp_measure_rcv_mss sees this segment,
         `measured` after it (tcp_grow_window runs after the measurement);
         `fresh`: the segment is a new skb (cut in software), not the sender's clone;
-        `syn_data`: the SYN's data resent in its own skb (`syn_data_truesize`).
+        `syn_data`: the SYN's data resent in its own skb (`syn_data_truesize`);
+        `segment`: the largest segment of an skb tcp_add_backlog merged (its gso_size,
+        which tcp_measure_rcv_mss compares with rcv_mss; the ratio is the skb's).
         """
         linear = syn_data and self.rules.syn_data_linear
         truesize = linear_truesize(length) if linear else self.rules.skb_head_truesize + length
@@ -206,7 +215,8 @@ class RcvSpace:
             self.tail_fresh = fresh
         self.tail_unread = True
         self.tail_end = end
-        if self.rules.scaling_ratio and length >= rcv_mss and length != rcv_mss:
+        size = length if segment is None else segment
+        if self.rules.scaling_ratio and size >= rcv_mss and size != rcv_mss:
             ratio = max((length << TCP_RMEM_TO_WIN_SCALE) // truesize, 1)
             if ratio != self.ratio:
                 self.ratio = ratio

@@ -107,8 +107,9 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
     sock.burst.add(sock.rcv_nxt, sock.rspace.truesize(len(wire.payload)))
     rules = sock.env.rules
     rcv_mss_before = sock.ack.rcv_mss
+    segment = wire.gso_size or len(wire.payload)  # tcp_measure_rcv_mss: gso_size ?: len
     # tcp_event_data_recv measures rcv_mss first, then grants quick ACKs by it
-    rules.measure_rcv_mss(sock.ack, len(wire.payload), wire.psh, sock.advmss)
+    rules.measure_rcv_mss(sock.ack, segment, wire.psh, sock.advmss)
     text = rules.event_data_recv(
         sock.ack, sock.jiffies(now), sock.rto_jiffies(), sock.rspace.rcv_wnd
     )
@@ -121,6 +122,7 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
         measured=sock.ack.rcv_mss,
         end=sock.rcv_nxt,
         syn_data=wire.syn_data,
+        segment=segment,
     ):
         sock.ack.quick |= 1  # tcp_grow_window grew rcv_ssthresh
     if text:

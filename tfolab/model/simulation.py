@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from tfolab.model import domain
 from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Event
-from tfolab.model.loop import World
+from tfolab.model.loop import LockPoint, ReaderChoice, World
 from tfolab.model.predict import Accuracy, IterationPrediction, predict, segment_bands
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
@@ -62,6 +62,10 @@ class Simulation:
     # each segment's own arrival band in ms, by event id (predict.segment_bands)
     segment_bands: dict[int, float] = dataclasses.field(default_factory=dict)
     latest_app_first: bool = False  # the other order of two applications woken at once
+    # D = 0: where a woken reader may take its socket before its peer sends more
+    # (loop.LockPoint), and the ones this timeline takes there (backlog.py)
+    lock_points: tuple[LockPoint, ...] = ()
+    lock_early: frozenset[ReaderChoice] = frozenset()  # LockPoint.key: the other way
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -91,11 +95,14 @@ def simulate(
     receive_space_bytes: int = DEFAULT_RECEIVE_SPACE,
     receive_memory: ReceiveMemory = LINUX_DEFAULT,
     latest_app_first: bool = False,
+    lock_early: frozenset[ReaderChoice] = frozenset(),
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
 
     `latest_app_first`: applications woken at the same instant run newest
     first (the other outcome of a D = 0 race between two processes).
+    `lock_early`: the lock points (loop.py) where the woken reader takes its
+    socket before its peer sends more (the other outcome of that race).
     """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
@@ -105,7 +112,11 @@ def simulate(
             f"got {iterations}"
         )
     outside = domain.refusal(
-        config, float(one_way_delay_ms), receive_memory, initial_wscale(receive_space_bytes)
+        config,
+        float(one_way_delay_ms),
+        receive_memory,
+        initial_wscale(receive_space_bytes),
+        iterations,
     )
     if outside is not None:
         raise ModelInputError(f"outside the model's domain: {outside}")
@@ -125,6 +136,7 @@ def simulate(
         receive_memory=receive_memory,
         app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
         latest_app_first=latest_app_first,
+        lock_early=lock_early,
     )
     world.run()
     if world.env.beyond_domain:
@@ -146,6 +158,8 @@ def simulate(
         receive_memory=receive_memory,
         segment_bands=segment_bands(events, predictions, hz=hz, accuracy=accuracy),
         latest_app_first=latest_app_first,
+        lock_points=tuple(world.lock_points),
+        lock_early=lock_early,
     )
 
 
@@ -164,8 +178,25 @@ def other_app_order(sim: Simulation) -> Simulation | None:
         receive_space_bytes=sim.receive_space_bytes,
         receive_memory=sim.receive_memory,
         latest_app_first=not sim.latest_app_first,
+        lock_early=sim.lock_early,
     )
     return None if other.events == sim.events else other
+
+
+def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation:
+    """The same simulation with the woken readers taking their sockets at `lock_early`."""
+    return simulate(
+        sim.config,
+        one_way_delay_ms=sim.one_way_delay_ms,
+        iterations=sim.iterations,
+        hz=sim.hz,
+        accuracy=sim.accuracy,
+        tick_phase_ms=sim.tick_phase_ms,
+        receive_space_bytes=sim.receive_space_bytes,
+        receive_memory=sim.receive_memory,
+        latest_app_first=sim.latest_app_first,
+        lock_early=lock_early,
+    )
 
 
 def _finite_number(value: object) -> float | None:

@@ -22,11 +22,16 @@ Rules:
   tcp_sync_mss also bounds it to half the largest window the peer offered
   (tcp_bound_to_half_wnd, 6.1 and 6.18): at loopback's MTU a 64 KiB window
   makes the MSS 32768, so a 34022-byte write leaves as 32768 + 1254.
+- `owner` is the application holding the socket (sock_owned_by_user): set
+  only where a reader takes it while its peer still sends (backlog.py), when
+  segments wait in the backlog instead of being received.
 - RTT and RTO: a simplified tcp_rtt_estimator (srtt, rttvar) and __tcp_set_rto
   (srtt + max(4 rttvar, TCP_RTO_MIN); TCP_TIMEOUT_INIT before any sample).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from tfolab.model.burst import Burst
 from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
@@ -35,7 +40,7 @@ from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
 from tfolab.model.flights import Flight, WriteMark
 from tfolab.model.rcv_space import RcvSpace
 from tfolab.model.state import SENDS_DATA, TcpEvent, TcpState, next_state
-from tfolab.model.wire import Env
+from tfolab.model.wire import Env, Wire
 
 IPV4_MAX_PMTU = 65535
 IPV4_TCP_HEADERS = 40  # 20 B IPv4 + 20 B TCP, without options
@@ -45,6 +50,17 @@ LOOPBACK_MTU = 65536  # lo's own MTU: TSO/GSO on, segments cross whole (clones)
 TS_OPTION_BYTES = 12  # the timestamps option, on every segment
 RTO_MIN_NS = 200_000_000  # TCP_RTO_MIN
 RTO_INIT_NS = 1_000_000_000  # TCP_TIMEOUT_INIT
+
+
+@dataclass
+class Owner:
+    """The application's hold on its socket (sock_owned_by_user) and what waits meanwhile."""
+
+    blocking: bool  # a blocking read(): its tcp_cleanup_rbuf waits for the backlog
+    backlog: list[Wire] = field(default_factory=list)  # sk_backlog, in arrival order
+    processing: bool = False  # __release_sock is running the backlog
+    ack_deferred: bool = False  # TCP_ACK_DEFERRED (6.7+)
+    read_event: int | None = None  # what the reader's copy was recorded as (a Note)
 
 
 class TcpSock:
@@ -102,6 +118,10 @@ class TcpSock:
         self.rcv_nxt = 0
         self.rcv_wup = 0  # rcv_nxt when the last ACK left
         self.rcv_buf = bytearray()
+        # what a reader that took the socket early copied out already (backlog.py); its
+        # read() returns it with what is queued after the release
+        self.pre_read = bytearray()
+        self.pre_read_acked = False  # ... and its tcp_cleanup_rbuf ran (a MSG_DONTWAIT recv)
         self.delivered = bytearray()  # everything the application has read, in order
         self.fin_received = False
         self.fin_read = False  # the application's recv() returned end of file
@@ -126,6 +146,7 @@ class TcpSock:
         self.unread_edge: int | None = None  # the right edge ACKs offered had it not run
         self.more_in_burst = False  # the segment being received is not its burst's last
         self.burst = Burst()  # the data segments of the burst being received (burst.py)
+        self.owner: Owner | None = None  # its application holds it (backlog.py)
         # rcv_nxt at the end of a burst whose race ACK may have covered it all: the next
         # pure ACK of exactly that (timer or read) leaves only if it did not
         self.merged_burst_end: int | None = None
@@ -199,7 +220,12 @@ class TcpSock:
 
     @property
     def readable(self) -> bool:
-        return bool(self.rcv_buf) or self.fin_received
+        return bool(self.rcv_buf) or bool(self.pre_read) or self.fin_received
+
+    @property
+    def readable_bytes(self) -> int:
+        """What the application's next read() returns (backlog.py: copied early, then queued)."""
+        return len(self.pre_read) + len(self.rcv_buf)
 
     @property
     def receive_queue_empty(self) -> bool:
