@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from tests.model.scenarios import scenario
-from tfolab.model import AppCall, Note, Segment, simulate
+from tfolab.model import AppCall, Note, Segment, simulate, simulation
 from tfolab.model.scenario import ScenarioConfig, SettingError
 from tfolab.model.simulation import ModelInputError
 
 
-def replay(delay: float):  # type: ignore[no-untyped-def]
+def replay(delay: float, *, app_first: bool = False):  # type: ignore[no-untyped-def]
     item = scenario("fastopen", "replay")
-    return simulate(item.config, one_way_delay_ms=delay, iterations=2)
+    return simulate(item.config, one_way_delay_ms=delay, iterations=2, replay_app_first=app_first)
 
 
 def segments(sim, iteration: int) -> list[tuple[int, str, tuple[str, ...], int, int | None, int]]:  # type: ignore[no-untyped-def]
@@ -65,6 +65,26 @@ def test_at_0_ms_the_kernel_finishes_before_the_application_answers() -> None:
     ]
     notes = [e.text for e in sim.events if isinstance(e, Note) and e.iteration == 2]
     assert any("tcp_reset closes the server's socket" in text for text in notes)
+
+
+def test_at_0_ms_the_application_may_answer_before_the_chain_ends_time_wait() -> None:
+    """The other outcome of that race (captured on 6.1, 4 runs of 12): the replayed child's
+    application answers on the other CPU between the SYN-ACK and the RST, so TIME_WAIT answers
+    the response too, the server's host resets both answers, and the client's host, its
+    TIME_WAIT gone only after the response, sends no reset."""
+    sim = replay(0, app_first=True)
+    assert segments(sim, 2) == [
+        (3, "client", ("SYN",), 0, None, 16),
+        (3, "server", ("SYN", "ACK"), 0, 17, 0),
+        (2, "client", ("ACK",), 18, 18, 0),
+        (3, "server", ("ACK", "PSH"), 1, 17, 16),
+        (2, "server", ("RST",), 18, None, 0),
+        (2, "client", ("ACK",), 18, 18, 0),
+        (2, "server", ("RST",), 18, None, 0),
+    ]
+    assert sim.app == {"accepted": 2, "requests": 2}
+    assert simulation.other_replay_order(sim) is not None  # the model's own order again
+    assert simulation.other_replay_order(replay(10)) is None  # with a delay, no race
 
 
 def test_replay_needs_what_makes_the_server_accept_the_data() -> None:

@@ -25,7 +25,9 @@ Rules:
   its burst's end (Segment.merged_ack) is no optional segment: it leaves
   either way, acknowledging its own segment or the whole burst, with the
   window of that outcome. At D = 0 the other order of two applications woken
-  at once is one more named race (model.simulation.other_app_order), and so is
+  at once is one more named race (model.simulation.other_app_order), so is a
+  replayed child's application answering before its SYN's softirq chain ends
+  TIME_WAIT (other_replay_order), and so is
   each lock point, where a woken reader may take its socket while its peer
   still sends (model/backlog.py): the comparison takes the ones that remove
   disagreements, one at a time (`_reader_races`), and counts them used.
@@ -58,7 +60,7 @@ from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts
 from tfolab.model import Simulation
 from tfolab.model.captured import CapturedRow
 from tfolab.model.loop import ReaderChoice
-from tfolab.model.simulation import other_app_order, with_lock_early
+from tfolab.model.simulation import other_app_order, other_replay_order, with_lock_early
 
 # the most simulations the search for the readers' lock points may run (_reader_races)
 LOCK_SEARCH = 160
@@ -140,15 +142,21 @@ def compare(
         return aligned, model
 
     chosen, aligned, model = _reader_races(sim, *against(sim), against)
-    order_used = 0
-    other = other_app_order(sim)
-    if other is not None and _wrong(aligned):
+    orders_named = orders_used = 0
+    for other_order in (other_app_order, other_replay_order):
+        other = other_order(chosen)
+        if other is None:
+            continue
+        orders_named += 1
+        if not _wrong(aligned):
+            continue
         other_chosen, other_aligned, other_model = _reader_races(other, *against(other), against)
         if _wrong(other_aligned) < _wrong(aligned):
-            chosen, aligned, model, order_used = other_chosen, other_aligned, other_model, 1
+            chosen, aligned, model = other_chosen, other_aligned, other_model
+            orders_used += 1
     named, used = race_count(aligned, model)
-    named += (other is not None) + len(chosen.lock_points)
-    used += order_used + len(chosen.lock_early)
+    named += orders_named + len(chosen.lock_points)
+    used += orders_used + len(chosen.lock_early)
     return PacketComparison(chosen, tuple(aligned), named, used, lost)
 
 

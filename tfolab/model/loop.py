@@ -116,6 +116,7 @@ class World:
         app_reaction_ns: int = 1_000_000,
         latest_app_first: bool = False,
         lock_early: frozenset[ReaderChoice] = frozenset(),
+        replay_app_first: bool = False,
     ) -> None:
         self.config = config
         self.lock_early = lock_early
@@ -124,6 +125,7 @@ class World:
         # Applications woken at the same instant run oldest first, or (the other
         # way a D = 0 race can go) the latest woken first.
         self.latest_app_first = latest_app_first
+        self.replay_app_first = replay_app_first
         self.recorder = Recorder()
         self.counters: dict[str, int] = {}
         self.app: dict[str, int] = {"accepted": 0, "requests": 0}
@@ -484,8 +486,12 @@ class World:
             return
         # The replayed child's application runs once the kernel is done at this instant:
         # at D = 0 the SYN-ACK, the TIME_WAIT socket's ACK and the RST all happen in the
-        # softirq of the SYN's arrival, before the server process is scheduled.
-        self._at(now, lambda t: script.wake(t, wire.event_id), application=True)
+        # softirq of the SYN's arrival, before the server process is scheduled. Or, the
+        # other outcome of that race (`replay_app_first`, counted by the comparison), the
+        # process runs on the other CPU as the chain goes on: it answers between the SYN-ACK
+        # and the RST, and TIME_WAIT answers that too (docs/TCP-NOTES.md, "A replayed SYN").
+        application = not self.replay_app_first
+        self._at(now, lambda t: script.wake(t, wire.event_id), application=application)
 
 
 def _wakes(wire: Wire, before: TcpState, after: TcpState) -> bool:

@@ -66,6 +66,7 @@ class Simulation:
     # (loop.LockPoint), and the ones this timeline takes there (backlog.py)
     lock_points: tuple[LockPoint, ...] = ()
     lock_early: frozenset[ReaderChoice] = frozenset()  # LockPoint.key: the other way
+    replay_app_first: bool = False  # the replayed child's application before TIME_WAIT ends
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -96,6 +97,7 @@ def simulate(
     receive_memory: ReceiveMemory = LINUX_DEFAULT,
     latest_app_first: bool = False,
     lock_early: frozenset[ReaderChoice] = frozenset(),
+    replay_app_first: bool = False,
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
 
@@ -103,6 +105,8 @@ def simulate(
     first (the other outcome of a D = 0 race between two processes).
     `lock_early`: the lock points (loop.py) where the woken reader takes its
     socket before its peer sends more (the other outcome of that race).
+    `replay_app_first`: at D = 0 the replayed child's application answers
+    before its SYN's softirq chain ends TIME_WAIT (loop.py, replay.py).
     """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
@@ -137,6 +141,7 @@ def simulate(
         app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
         latest_app_first=latest_app_first,
         lock_early=lock_early,
+        replay_app_first=replay_app_first,
     )
     world.run()
     if world.env.beyond_domain:
@@ -160,31 +165,18 @@ def simulate(
         latest_app_first=latest_app_first,
         lock_points=tuple(world.lock_points),
         lock_early=lock_early,
+        replay_app_first=replay_app_first,
     )
 
 
-def other_app_order(sim: Simulation) -> Simulation | None:
-    """At D = 0, the same simulation with applications woken at once run the other way round;
-    None with a delay, or where the order changes nothing."""
-    if sim.one_way_delay_ms:
-        return None
-    other = simulate(
-        sim.config,
-        one_way_delay_ms=sim.one_way_delay_ms,
-        iterations=sim.iterations,
-        hz=sim.hz,
-        accuracy=sim.accuracy,
-        tick_phase_ms=sim.tick_phase_ms,
-        receive_space_bytes=sim.receive_space_bytes,
-        receive_memory=sim.receive_memory,
-        latest_app_first=not sim.latest_app_first,
-        lock_early=sim.lock_early,
-    )
-    return None if other.events == sim.events else other
-
-
-def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation:
-    """The same simulation with the woken readers taking their sockets at `lock_early`."""
+def _again(
+    sim: Simulation,
+    *,
+    latest_app_first: bool | None = None,
+    lock_early: frozenset[ReaderChoice] | None = None,
+    replay_app_first: bool | None = None,
+) -> Simulation:
+    """`sim` simulated again with one outcome of a D = 0 race the other way."""
     return simulate(
         sim.config,
         one_way_delay_ms=sim.one_way_delay_ms,
@@ -194,9 +186,34 @@ def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Sim
         tick_phase_ms=sim.tick_phase_ms,
         receive_space_bytes=sim.receive_space_bytes,
         receive_memory=sim.receive_memory,
-        latest_app_first=sim.latest_app_first,
-        lock_early=lock_early,
+        latest_app_first=(sim.latest_app_first if latest_app_first is None else latest_app_first),
+        lock_early=sim.lock_early if lock_early is None else lock_early,
+        replay_app_first=(sim.replay_app_first if replay_app_first is None else replay_app_first),
     )
+
+
+def other_app_order(sim: Simulation) -> Simulation | None:
+    """At D = 0, the same simulation with applications woken at once run the other way round;
+    None with a delay, or where the order changes nothing."""
+    if sim.one_way_delay_ms:
+        return None
+    other = _again(sim, latest_app_first=not sim.latest_app_first)
+    return None if other.events == sim.events else other
+
+
+def other_replay_order(sim: Simulation) -> Simulation | None:
+    """At D = 0, a replay whose child's application answers before (or after) its SYN's
+    softirq chain ends TIME_WAIT; None with a delay, without a replay, or where the order
+    changes nothing."""
+    if sim.one_way_delay_ms or not sim.config.replay_syn:
+        return None
+    other = _again(sim, replay_app_first=not sim.replay_app_first)
+    return None if other.events == sim.events else other
+
+
+def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation:
+    """The same simulation with the woken readers taking their sockets at `lock_early`."""
+    return _again(sim, lock_early=lock_early)
 
 
 def _finite_number(value: object) -> float | None:
