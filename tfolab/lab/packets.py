@@ -148,10 +148,10 @@ def compare(
         if other is None:
             continue
         orders_named += 1
-        if not _wrong(aligned):
+        if not any(_cost(aligned)):
             continue
         other_chosen, other_aligned, other_model = _reader_races(other, *against(other), against)
-        if _wrong(other_aligned) < _wrong(aligned):
+        if _cost(other_aligned) < _cost(aligned):
             chosen, aligned, model = other_chosen, other_aligned, other_model
             orders_used += 1
     named, used = race_count(aligned, model)
@@ -170,7 +170,7 @@ def _reader_races(
     (model/backlog.py): the lock points the capture shows, found by adding one at a
     time (a take alone, or with one of the release or detach points it opens) while that removes
     disagreements, within LOCK_SEARCH simulations. Each lock point is a named race."""
-    wrong = _wrong(aligned)
+    wrong = _cost(aligned)
     budget = [LOCK_SEARCH]
     tried = {sim.lock_early}
 
@@ -181,8 +181,8 @@ def _reader_races(
         budget[0] -= 1
         return with_lock_early(sim, choice)
 
-    while wrong and budget[0] > 0:
-        best: tuple[Simulation, list[Pair], list[Row], int] | None = None
+    while any(wrong) and budget[0] > 0:
+        best: tuple[Simulation, list[Pair], list[Row], tuple[int, int]] | None = None
         holding = {(c[0], c[1]) for c in sim.lock_early if c[3] == "take"}
         first = _first_wrong_event(aligned)
         for point in sorted(sim.lock_points, key=lambda p: -p.event_id):
@@ -206,10 +206,10 @@ def _reader_races(
                 if candidate.events == sim.events:
                     continue
                 candidate_aligned, candidate_model = against(candidate)
-                candidate_wrong = _wrong(candidate_aligned)
+                candidate_wrong = _cost(candidate_aligned)
                 if best is None or candidate_wrong < best[3]:
                     best = (candidate, candidate_aligned, candidate_model, candidate_wrong)
-            if best is not None and best[3] == 0:
+            if best is not None and not any(best[3]):
                 break
         if best is None or best[3] >= wrong:
             break
@@ -234,8 +234,18 @@ def _first_wrong_event(aligned: Sequence[Pair]) -> int:
     return first if first is not None else 0
 
 
-def _wrong(aligned: Iterable[Pair]) -> int:
-    return sum(1 for p in aligned if not p.agrees)
+def _cost(aligned: Iterable[Pair]) -> tuple[int, int]:
+    """(disagreements about TCP, arrivals outside their band): an outcome is chosen by what
+    TCP sent first, and by time only between equals (a busy or emulated host moves times,
+    never segments)."""
+    tcp = timing = 0
+    for pair in aligned:
+        if pair.disagreement is not None:
+            if pair.disagreement.timing_only:
+                timing += 1
+            else:
+                tcp += 1
+    return tcp, timing
 
 
 def pairs(
@@ -263,7 +273,7 @@ def pairs(
             theirs = in_send_order(theirs)
         aligned += min(
             (_connection(rows, theirs, clocks) for rows in _outcomes(ours)),
-            key=_wrong,
+            key=_cost,
         )
     return aligned
 
