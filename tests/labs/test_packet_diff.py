@@ -11,6 +11,7 @@ import dataclasses
 import msgspec
 import pytest
 
+from tests.captured_from_model import as_captured
 from tests.model.scenarios import scenario
 from tfolab.lab import packet_rows, packets
 from tfolab.lab.disagreements import Arrival, Extra, Missing, WrongWindow
@@ -29,28 +30,11 @@ def _sim(name: str):
 
 def _as_captured(rows: list[packet_rows.Row], *, race_acks: bool) -> list[CapturedRow]:
     """What a capture of exactly the model's segments would hold."""
-    return [
-        CapturedRow(
-            t_ms=r.arrived_ms,
-            connection=r.connection,
-            sender=r.sender,
-            flags=list(r.flags),
-            seq=r.seq,
-            ack=r.ack,
-            length=r.length,
-            options=[_with_bytes(o) for o in r.options],
-            window=r.window if r.window is not None else 0,
-        )
+    return as_captured(
+        r
         for r in rows
         if not r.optional or (race_acks and r.race_outcome not in ("late", "answer"))
-    ]  # fmt: skip
-
-
-def _with_bytes(option: TcpOption) -> TcpOption:
-    """A model cookie (its length) as a capture states it (its bytes)."""
-    if isinstance(option, FastOpen) and not option.is_request:
-        return FastOpen(option.option_kind, 8, "0011223344556677")
-    return option
+    )
 
 
 def _diff(sim: Simulation, kernel_rows: list[CapturedRow]) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
+from tests.captured_from_model import as_captured
 from tfolab.lab import packet_rows
 from tfolab.lab.catalog import find_lab
 from tfolab.lab.disagreements import Arrival
@@ -41,21 +42,8 @@ def measured(
     sim = target.simulation
     starts = packet_rows.model_starts(sim)
     late = late_ms or {}
-    rows = [
-        CapturedRow(
-            t_ms=r.arrived_ms - starts[0] + late.get(r.iteration, 0.0),
-            connection=r.connection,
-            sender=r.sender,
-            flags=list(r.flags),
-            seq=r.seq,
-            ack=r.ack,
-            length=r.length,
-            options=list(r.options),
-            window=r.window if r.window is not None else 0,
-        )
-        for r in packet_rows.model_rows(sim)
-        if not r.optional
-    ]
+    model = (r for r in packet_rows.model_rows(sim) if not r.optional)
+    rows = as_captured(model, origin_ms=starts[0], late_ms=late)
     target.captured = mutate(rows) if mutate else rows
     for m in target.measurements:
         m.measured_ms = m.predicted_ms + late.get(m.i, 0.0)

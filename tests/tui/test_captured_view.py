@@ -17,6 +17,7 @@ import msgspec
 import pytest
 from textual.widgets import Static
 
+from tests.captured_from_model import as_captured
 from tests.tui.conftest import HZ, SIZE
 from tfolab.lab import packet_rows, pcap
 from tfolab.lab.catalog import find_lab, load_labs
@@ -25,7 +26,7 @@ from tfolab.lab.prediction import predict
 from tfolab.lab.results import LabResult
 from tfolab.model.captured import CapturedRow
 from tfolab.model.events import Segment
-from tfolab.model.options import FastOpen, TcpOption, Timestamps
+from tfolab.model.options import Timestamps
 from tfolab.tui.screens.lab import LabScreen
 from tfolab.tui.widgets.ladder import LadderView
 from tfolab.tui.widgets.step_panel import StepPanel
@@ -53,21 +54,7 @@ def measured(
     sim = target.simulation
     starts = packet_rows.model_starts(sim)
     origin = starts[0] - shift_ms  # the capture's clock: from the first measured call
-    rows = [
-        CapturedRow(
-            t_ms=r.arrived_ms - origin,
-            connection=r.connection,
-            sender=r.sender,
-            flags=list(r.flags),
-            seq=r.seq,
-            ack=r.ack,
-            length=r.length,
-            options=[_with_bytes(o) for o in r.options],
-            window=r.window if r.window is not None else 0,
-        )
-        for r in packet_rows.model_rows(sim)
-        if not r.optional
-    ]
+    rows = as_captured((r for r in packet_rows.model_rows(sim) if not r.optional), origin_ms=origin)
     target.captured = mutate(rows) if mutate else rows
     for m in target.measurements:
         m.measured_ms = m.predicted_ms
@@ -80,13 +67,6 @@ def measured(
     ]
     target.compare_packets()
     return result
-
-
-def _with_bytes(option: TcpOption) -> TcpOption:
-    """A model cookie (its length) as a capture states it (its bytes)."""
-    if isinstance(option, FastOpen) and not option.is_request:
-        return FastOpen(option.option_kind, 8, "0011223344556677")
-    return option
 
 
 def extra_ack(rows: list[CapturedRow]) -> list[CapturedRow]:

@@ -54,14 +54,19 @@ def model_event(row: Row) -> int | None:
     return row.race_group or None
 
 
-def _facts(kind: str, row: Row, sentence: str, **more: Any) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "connection": row.connection,
-        "sender": row.sender,
-        **more,
-        "sentence": sentence,
-    }
+def _facts(
+    kind: str, sentence: str, model: Row | None, kernel: Row | None, **more: Any
+) -> dict[str, Any]:
+    """A disagreement's JSON: its kind, where, the segments on each side (the model's with
+    its event id), the facts of its kind and its sentence."""
+    row = model or kernel
+    assert row is not None
+    data: dict[str, Any] = {"kind": kind, "connection": row.connection, "sender": row.sender}
+    if model is not None:
+        data |= {"model": model.words(), "event": model_event(model)}
+    if kernel is not None:
+        data["kernel"] = kernel.words()
+    return data | more | {"sentence": sentence}
 
 
 @dataclass(frozen=True)
@@ -80,15 +85,7 @@ class Changed:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return _facts(
-            self.kind,
-            self.model,
-            self.sentence(),
-            model=self.model.words(),
-            event=model_event(self.model),
-            kernel=self.kernel.words(),
-            at=self.at.to_json(),
-        )
+        return _facts(self.kind, self.sentence(), self.model, self.kernel, at=self.at.to_json())
 
 
 @dataclass(frozen=True)
@@ -106,14 +103,7 @@ class Missing:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return _facts(
-            self.kind,
-            self.model,
-            self.sentence(),
-            model=self.model.words(),
-            event=model_event(self.model),
-            at=self.at.to_json(),
-        )
+        return _facts(self.kind, self.sentence(), self.model, None, at=self.at.to_json())
 
 
 @dataclass(frozen=True)
@@ -131,13 +121,7 @@ class Extra:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return _facts(
-            self.kind,
-            self.kernel,
-            self.sentence(),
-            kernel=self.kernel.words(),
-            at=self.at.to_json(),
-        )
+        return _facts(self.kind, self.sentence(), None, self.kernel, at=self.at.to_json())
 
 
 @dataclass(frozen=True)
@@ -161,10 +145,9 @@ class WrongWindow:
     def to_json(self) -> dict[str, Any]:
         return _facts(
             self.kind,
-            self.model,
             self.sentence(),
-            segment=self.model.words(),
-            event=model_event(self.model),
+            self.model,
+            self.kernel,
             window=self.window,
             allowed=list(self.allowed),
             at=self.at.to_json(),
@@ -201,10 +184,9 @@ class Arrival:
     def to_json(self) -> dict[str, Any]:
         return _facts(
             self.kind,
-            self.model,
             self.sentence(),
-            segment=self.model.words(),
-            event=model_event(self.model),
+            self.model,
+            self.kernel,
             iteration=self.iteration,
             kernel_ms=round(self.kernel_ms, 3),
             model_ms=round(self.model_ms, 3),
