@@ -29,6 +29,12 @@ CASES = {
     "a small request at MTU 43388": (
         "0", "handshake", "--iterations", "1", "--set", "mtu=43388", "--set", "request_bytes=298",
     ),
+    # __tcp_sock_set_quickack: tcp_cleanup_rbuf(sk, 1) ACKs two full segments before the
+    # read, its window counting them (round 4: 98 at window scale 10, not the read's 101)
+    "TCP_QUICKACK before the read of two full segments": (
+        "62.27", "delack", "--scenario", "quickack", "--iterations", "4",
+        "--set", "cork=true", "--set", "mtu=3833", "--set", "second_write_bytes=7561",
+    ),
 }  # fmt: skip
 
 

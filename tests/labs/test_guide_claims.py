@@ -264,6 +264,28 @@ def the_bench_concurrency_rule() -> None:
     assert [auto_concurrency(d, BENCH_REQUESTS) for d in (0, 1, 10, 75)] == [8, 1, 16, 64]
 
 
+def quickack_acks_full_segments_before_the_read() -> None:
+    """__tcp_sock_set_quickack runs tcp_cleanup_rbuf(sk, 1): a small unread segment waits
+    for the read, more than one full segment unacknowledged is ACKed at once, unread
+    (fuzzer seed 5105: delack quickack, TCP_CORK, MTU 3833, 10 + 7561 bytes)."""
+    base = scenario("delack", "quickack").config
+    small = simulate(base, one_way_delay_ms=10, iterations=3)
+    big = simulate(
+        dataclasses.replace(base, cork=True, mtu=3833, second_write_bytes=7561),
+        one_way_delay_ms=10,
+        iterations=4,
+    )
+
+    def quickack_acks(sim: Simulation) -> list[Segment]:
+        calls = {
+            e.id for e in sim.events if isinstance(e, AppCall) and e.detail == "TCP_QUICKACK 1"
+        }
+        return [e for e in sim.events if isinstance(e, Segment) and e.caused_by in calls]
+
+    assert not quickack_acks(small)
+    assert [e.ack for e in quickack_acks(big)] == [30285]
+
+
 # --- the tables -----------------------------------------------------------------
 
 
@@ -385,6 +407,16 @@ FORBIDDEN = (
         (r"the ACK goes out, the socket leaves pingpong mode, and ato is reset",),
         the_timer_doubles_ato_outside_pingpong,
         "outside pingpong the timer doubles ato",
+    ),
+    Forbidden(
+        "quickack-never-acks-queued-data",
+        (
+            r"TCP_QUICKACK does not ACK while anything is queued",
+            r"leaves pingpong and sends any pending ACK",
+        ),
+        quickack_acks_full_segments_before_the_read,
+        "TCP_QUICKACK ACKs more than one full segment before the read, a small one only "
+        "once nothing is queued",
     ),
     Forbidden(
         "connect-always-defers",
@@ -565,6 +597,12 @@ REQUIRED = (
         fastopen_connect_defers_only_with_a_cookie,
     ),
     Required(
+        "quickack-before-the-read",
+        ("TCP-NOTES.md",),
+        lambda: r"TCP_QUICKACK ACKs before the read when more than one full segment waits",
+        quickack_acks_full_segments_before_the_read,
+    ),
+    Required(
         "bench-concurrency",
         ("bench.md",),
         _bench_concurrencies,
@@ -619,6 +657,8 @@ def test_every_forbidden_pattern_can_match() -> None:
         "is reset to 40 ms",
         "connect-always-defers": "with the kernel holding the SYN back until the write so the "
         "data can ride in it",
+        "quickack-never-acks-queued-data": "`TCP_QUICKACK` works once: it leaves pingpong and "
+        "sends any pending ACK, but",
     }
     assert set(wrong) == {c.name for c in FORBIDDEN}
     for claim in FORBIDDEN:

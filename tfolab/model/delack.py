@@ -27,7 +27,10 @@ Rules (each function names the kernel function it follows; times in jiffies):
 - `cleanup_rbuf` (__tcp_cleanup_rbuf): a read that drains the receive queue
   ACKs at once after PUSHED2, or after PUSHED when not interactive.
 - `set_quickack` (__tcp_sock_set_quickack): TCP_QUICKACK=1 leaves pingpong and
-  flushes a pending ACK; it is one-shot because the next reply re-enters pingpong.
+  runs `cleanup_rbuf` as a read of one byte would: a pending ACK goes at once
+  when more than one full segment is unacknowledged, even with all of it still
+  unread (its window counts that memory), or when the queue is empty; it is
+  one-shot because the next reply re-enters pingpong.
 """
 
 from __future__ import annotations
@@ -221,16 +224,18 @@ class DelackRules:
             )
         return None
 
-    def set_quickack(self, st: AckState, drained: bool) -> bool:
-        """setsockopt(TCP_QUICKACK, 1); True when a pending ACK must be flushed now.
+    def set_quickack(self, st: AckState, established: bool) -> bool:
+        """setsockopt(TCP_QUICKACK, 1); True when tcp_cleanup_rbuf(sk, 1) must run now.
 
-        __tcp_sock_set_quickack marks the pending ACK pushed and runs
-        tcp_cleanup_rbuf(sk, 1), which only sends if nothing is queued for recv()
-        (`!sk_rmem_alloc`: no data, and no unread FIN either); otherwise the
-        following read decides.
+        __tcp_sock_set_quickack (6.1.176 and 6.12.117 read alike) leaves pingpong and,
+        in ESTABLISHED or CLOSE_WAIT with an ACK scheduled, marks it pushed and runs
+        tcp_cleanup_rbuf(sk, 1): the whole __tcp_cleanup_rbuf with one byte "copied",
+        so an ACK goes at once when more than one full segment is unacknowledged
+        (read or not), or when nothing is queued for recv() (`cleanup_rbuf`). The
+        6.18.44 captures agree (tests/labs/test_quickack_capture.py).
         """
         st.pingpong = 0
-        if st.scheduled:
+        if established and st.scheduled:
             st.pending |= ACK_PUSHED
-            return drained
+            return True
         return False

@@ -17,8 +17,10 @@ Rules:
 - Application calls follow net/ipv4/tcp.c: a write queues its bytes and
   pushes (tcp_sendmsg -> tcp_push; TCP_CORK and MSG_MORE are Nagle's business,
   nagle.py); a read drains the receive queue and may ACK at once
-  (tcp_recvmsg -> tcp_cleanup_rbuf); TCP_QUICKACK leaves pingpong and may
-  flush a pending ACK; close() queues the FIN after the data (tcp_close).
+  (tcp_recvmsg -> tcp_cleanup_rbuf); TCP_QUICKACK leaves pingpong and runs
+  tcp_cleanup_rbuf(sk, 1) (__tcp_sock_set_quickack), which ACKs before the read
+  when more than one full segment is unacknowledged; close() queues the FIN
+  after the data (tcp_close).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tfolab.model.fastopen import CookieCache, FastOpenServer, SynDecision, SynP
 from tfolab.model.flights import WriteMark
 from tfolab.model.receive import receive_segment
 from tfolab.model.sock import TcpSock
+from tfolab.model.state import TcpState
 from tfolab.model.wire import Env, Wire
 
 
@@ -187,11 +190,23 @@ class TcpEndpoint:
             sock.pre_read_acked = True
             self.cleanup_rbuf(now, len(sock.pre_read), owner.read_event)
 
-    def cleanup_rbuf(self, now: int, copied: int, caused_by: int | None) -> None:
-        """tcp_cleanup_rbuf at the end of a read that copied `copied` bytes: ACK now?"""
+    def cleanup_rbuf(
+        self,
+        now: int,
+        copied: int,
+        caused_by: int | None,
+        *,
+        drained: bool = True,
+        quickack: bool = False,
+    ) -> None:
+        """__tcp_cleanup_rbuf after `copied` bytes were copied: ACK now?
+
+        `drained`: nothing is queued for recv() (`!sk_rmem_alloc`), as after a read
+        of everything; `quickack`: TCP_QUICKACK runs it, not a read.
+        """
         sock = self.sock
         rules = sock.env.rules
-        why = rules.cleanup_rbuf(sock.ack, copied, sock.unacked_received_bytes, True)
+        why = rules.cleanup_rbuf(sock.ack, copied, sock.unacked_received_bytes, drained)
         if (
             not why
             and copied
@@ -199,10 +214,15 @@ class TcpEndpoint:
             and sock.rspace.window_raised(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
         ):
             why = (
-                "a window update: the read freed enough to at least double the window the "
+                "a window update: the socket can now offer at least twice the window the "
                 "peer may still use"
+                if quickack
+                else "a window update: the read freed enough to at least double the window "
+                "the peer may still use"
             )
-        if why:
+        if not why:
+            return
+        if not quickack:
             output.send_ack(
                 sock,
                 now,
@@ -210,18 +230,30 @@ class TcpEndpoint:
                 "the application read",
                 caused_by,
             )
+            return
+        unread = len(sock.rcv_buf)
+        window = (
+            f", before the read: its window still counts the {unread} B unread" if unread else ""
+        )
+        output.send_ack(
+            sock,
+            now,
+            f"ACK at TCP_QUICKACK: {why}, so __tcp_sock_set_quickack's "
+            f"tcp_cleanup_rbuf(sk, 1) sends it now{window} (net/ipv4/tcp.c, Linux 6.1 to 6.18)",
+            "TCP_QUICKACK",
+            caused_by,
+        )
 
     def set_quickack(self, now: int, caused_by: int | None) -> None:
-        """setsockopt(TCP_QUICKACK, 1): leave pingpong; flush a pending ACK if drained."""
+        """setsockopt(TCP_QUICKACK, 1): leave pingpong; run tcp_cleanup_rbuf(sk, 1)."""
         sock = self.sock
         interactive = sock.env.rules.in_pingpong(sock.ack)
-        flush = sock.env.rules.set_quickack(sock.ack, sock.receive_queue_empty)
+        established = sock.state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
+        cleanup = sock.env.rules.set_quickack(sock.ack, established)
         if interactive:
             sock.note(now, "TCP_QUICKACK: the server leaves pingpong mode (one-shot)", caused_by)
-        if flush:
-            output.send_ack(
-                sock, now, "TCP_QUICKACK flushes the pending ACK", "TCP_QUICKACK", caused_by
-            )
+        if cleanup:
+            self.cleanup_rbuf(now, 1, caused_by, drained=sock.receive_queue_empty, quickack=True)
 
     def app_close(self, now: int, caused_by: int | None) -> None:
         """close(): the FIN follows the queued data."""
