@@ -35,6 +35,11 @@ CASES = {
         "62.27", "delack", "--scenario", "quickack", "--iterations", "4",
         "--set", "cork=true", "--set", "mtu=3833", "--set", "second_write_bytes=7561",
     ),
+    # lock points with a delay: a reader (or accept()) may take or let go of its socket
+    # between the two GSO packets of one write, which the delayer keeps microseconds apart
+    "a 48839-byte request at lo's MTU, D = 0.07": (
+        "0.07", "handshake", "--iterations", "4", "--set", "request_bytes=48839",
+    ),
 }  # fmt: skip
 
 

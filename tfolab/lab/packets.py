@@ -25,11 +25,11 @@ Rules:
   its burst's end (Segment.merged_ack) is no optional segment: it leaves
   either way, acknowledging its own segment or the whole burst, with the
   window of that outcome. At D = 0 the other order of two applications woken
-  at once is one more named race (model.simulation.other_app_order), so is a
-  replayed child's application answering before its SYN's softirq chain ends
-  TIME_WAIT (other_replay_order), and so is
-  each lock point, where a woken reader may take its socket while its peer
-  still sends (model/backlog.py): the comparison takes the ones that remove
+  at once is one more named race (model.simulation.other_app_order), and so is
+  a replayed child's application answering before its SYN's softirq chain
+  ends TIME_WAIT (other_replay_order). At any delay each lock point is one,
+  where a woken reader (or accept()) may take its socket while its peer's
+  segments still arrive (model/backlog.py): the comparison takes the ones that remove
   disagreements, one at a time (`_reader_races`), and counts them used.
 - Without a delay, each run of one side's pure ACKs is compared in the order
   it was sent, not the order it arrived (`in_send_order`: two CPUs' backlogs).
@@ -166,7 +166,7 @@ def _reader_races(
     model: list[Row],
     against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
 ) -> tuple[Simulation, list[Pair], list[Row]]:
-    """At D = 0, where the woken readers took their sockets and let them go
+    """Where the woken readers took their sockets and let them go
     (model/backlog.py): the lock points the capture shows, found by adding one at a
     time (a take alone, or with one of the release or detach points it opens) while that removes
     disagreements, within LOCK_SEARCH simulations. Each lock point is a named race."""

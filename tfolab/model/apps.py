@@ -368,17 +368,9 @@ class ServerScript:
         if self.closed:
             return
         if not self.accepted:
-            if not (sock.tfo_child or sock.state not in _NOT_ACCEPTABLE):
+            if not self.acceptable:
                 return
-            self.accepted = True
-            if self.app is not None:
-                self.app["accepted"] += 1
-            why = (
-                "accept(): a Fast Open child, readable before the handshake ends"
-                if sock.tfo_child
-                else "accept(): the handshake is complete"
-            )
-            caused_by = self.call(now, "accept", "", why, caused_by)
+            caused_by = self._accept(now, caused_by)
         if not sock.readable:
             return
         if self.config.server_quickack:
@@ -400,9 +392,33 @@ class ServerScript:
             ep.app_close(now, close)
             self.closed = True
 
+    @property
+    def acceptable(self) -> bool:
+        """Would accept() return this socket now (a Fast Open child, or the handshake done)?"""
+        sock = self.ep.sock
+        return sock.tfo_child or sock.state not in _NOT_ACCEPTABLE
+
+    def _accept(self, now: int, caused_by: int | None) -> int:
+        self.accepted = True
+        if self.app is not None:
+            self.app["accepted"] += 1
+        why = (
+            "accept(): a Fast Open child, readable before the handshake ends"
+            if self.ep.sock.tfo_child
+            else "accept(): the handshake is complete"
+        )
+        return self.call(now, "accept", "", why, caused_by)
+
     def take(self, now: int, caused_by: int) -> None:
         """At a lock point (loop.py): the epoll loop's recv() takes the socket early
-        (backlog.py), after its TCP_QUICKACK where asked, as before every recv()."""
+        (backlog.py), after its TCP_QUICKACK where asked, as before every recv(). On a
+        socket whose handshake ACK woke accept() in the same burst, accept() comes
+        first, and with nothing queued yet it is accept() that holds the socket."""
+        if not self.accepted:
+            caused_by = self._accept(now, caused_by)
+            if not self.ep.sock.rcv_buf:
+                self.ep.hold_for_accept(now, caused_by)
+                return
         if self.config.server_quickack:
             caused_by = self.call(
                 now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by

@@ -7,7 +7,11 @@ wake the other, whose read then takes the socket (lock_sock) while the
 sender goes on: the rest of the same write, and its next system call, a few
 microseconds later. Where the reader takes the socket among those segments
 is the host's scheduling (loop.py names each such instant a lock point and
-runs the read there when the simulation is asked to). Segments that arrive
+runs the read there when the simulation is asked to). With a delay the same
+race holds among the segments that arrive together: the delayer keeps the
+microseconds between them. accept() also holds a new socket for a moment
+(inet_accept: lock_sock, graft, release_sock), and a request segment that
+arrives then waits in its backlog (`TcpEndpoint.hold_for_accept`). Segments that arrive
 while the reader holds the socket wait in its backlog (tcp_v4_rcv ->
 tcp_add_backlog), and that changes what the kernel does with them:
 

@@ -10,7 +10,10 @@ coalesces it with the next and from 6.7 __tcp_ack_snd_check defers its ACK
 to tcp_release_cb (TCP_ACK_DEFERRED): then one ACK covers the rest of the
 burst. Who wins is the host's scheduling, at any delay (the captures are in
 docs/TCP-NOTES.md, "A burst races the reader it wakes" and the two notes
-after it).
+after it). Where the reader also lets the socket go before the next segment
+arrives, or accept() held it as the first arrived, every later window
+differs too: those outcomes are lock points (loop.py, backlog.py), whole
+other timelines the comparison may take.
 
 Rules:
 - `Burst.add` records each data segment of the burst: where it ends and what

@@ -166,8 +166,8 @@ class TcpEndpoint:
             now,
             f"the {sock.side}'s {'read()' if blocking else 'recv()'} takes the socket and "
             f"copies the {queued} B queued; what its peer sends meanwhile waits in the "
-            "backlog until release_sock (a race without a delay: the reader runs on the "
-            "other CPU while its peer goes on sending)",
+            "backlog until release_sock (a race: the reader runs on the other CPU while "
+            "its peer's segments still arrive)",
             caused_by,
             "a reader woken on the other CPU",
         )
@@ -175,6 +175,20 @@ class TcpEndpoint:
         if not blocking:
             sock.pre_read_acked = True
             self.cleanup_rbuf(now, queued, owner.read_event)
+
+    def hold_for_accept(self, now: int, caused_by: int) -> None:
+        """accept() holds the new socket (inet_accept: lock_sock, then __inet_accept
+        grafts it, release_sock) while its peer's segments still arrive (backlog.py)."""
+        sock = self.sock
+        owner = backlog.own(sock, blocking=False)
+        owner.read_event = sock.note(
+            now,
+            "accept() holds the new socket (inet_accept: lock_sock, __inet_accept, "
+            "release_sock); what the client sends meanwhile waits in the backlog until "
+            "release_sock (a race: the server runs while the client's segments arrive)",
+            caused_by,
+            "the server's accept() on the other CPU",
+        )
 
     def release(self, now: int) -> None:
         """release_sock: the backlog is processed, then tcp_release_cb (backlog.py).

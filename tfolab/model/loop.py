@@ -8,11 +8,15 @@ Rules:
   applications woken at the same instant run oldest first, or, with
   `latest_app_first`, the other way round: without a delay the two processes
   race on two CPUs, and the comparison accepts either order (simulation.py).
-- Lock points (D = 0): a data segment received by a socket whose application
-  is reading is an instant where that reader, woken on the other CPU, may
-  take the socket before its peer sends more (the rest of the write, its
-  next call). Each is named by its connection, the reader's side and the
-  stream position of that segment's end (`lock_points`); the ones in
+- Lock points: a data segment received by a socket whose application is
+  reading is an instant where that reader, woken on the other CPU, may take
+  the socket before its peer sends more (at D = 0 the rest of the write and
+  its next call; with a delay, what arrives at the same instant, which the
+  delayer keeps microseconds apart). So is the handshake ACK that wakes
+  accept() while the request arrives with it: accept() holds the new socket
+  (inet_accept: lock_sock, graft, release_sock). Each is named by its
+  connection, the reader's side and the stream position of that segment's
+  end (`lock_points`); the ones in
   `lock_early` are taken there: the reader copies what is queued,
   the segments that arrive at this instant wait in its backlog, and
   release_sock runs after everything else at the instant (backlog.py), or
@@ -205,9 +209,9 @@ class World:
     def _last_of_burst(self, burst: tuple[int, str, int, int]) -> bool:
         """True when no other segment of this burst is still to arrive.
 
-        Segments one action sends back to back arrive together (one softirq run
-        of the qdisc or the delayer); the application the first one wakes runs
-        after all of them are queued, so it reads the burst at once.
+        Segments one action sends back to back arrive together, microseconds apart;
+        by default the application the first one wakes runs after all of them are
+        queued, so it reads the burst at once (the other outcomes are lock points).
         """
         left = self._in_flight[burst] - 1
         if left:
@@ -381,18 +385,36 @@ class World:
             # sk_state_change woke the server while the client's next segments still arrive
             conn.server.sock.burst.wake()
         script = conn.server_script
-        reading = script.accepted and not script.closed
-        if reading and not wire.stale and self._takes(now, conn, "server", wire):
+        # reading: accepted, or woken by this burst's handshake ACK to accept (burst.py)
+        woken_to_accept = conn.server.sock.burst.woken and script.acceptable
+        reading = (script.accepted or woken_to_accept) and not script.closed
+        if (
+            reading
+            and not wire.stale
+            and self._takes(now, conn, "server", wire, accepting=not script.accepted)
+        ):
             return
         if last and woken and not wire.stale:  # another connection's ACK gives it nothing
             self._wake(now, script, conn.number, "server", wire.event_id)
 
-    def _takes(self, now: int, conn: Connection, side: Side, wire: Wire) -> bool:
-        """At a lock point (D = 0, data reached a reading application): does the reader take
-        its socket here? If so it copies what is queued now, and releases the socket once
-        everything else at this instant has run (backlog.py)."""
-        if self.env.link.one_way_delay_ns or not wire.payload or conn.replay is not None:
+    def _takes(
+        self,
+        now: int,
+        conn: Connection,
+        side: Side,
+        wire: Wire,
+        *,
+        accepting: bool = False,
+    ) -> bool:
+        """At a lock point (data reached a reading application, or the handshake ACK woke
+        `accepting` while the request arrives with it; with a delay only where more of the
+        sender's segments arrive at this instant): does the reader take its socket here?
+        If so it copies what is queued now, and releases the socket once everything else
+        at this instant has run (backlog.py)."""
+        if not (wire.payload or accepting) or conn.replay is not None:
             return False
+        if self.env.link.one_way_delay_ns and not self._arriving(conn.number, wire.sender, now):
+            return False  # with a delay only what arrives with it can follow at once
         endpoint = conn.client if side == "client" else conn.server
         assert endpoint is not None
         point = LockPoint(conn.number, side, endpoint.sock.rcv_nxt, "take", wire.event_id)
