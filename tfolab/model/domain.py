@@ -29,6 +29,15 @@ Rules (each the reason the kernel would leave the model's world):
   retransmission timers start at TCP_TIMEOUT_INIT (1 s, tcp_connect and
   inet_csk_reqsk_queue_hash_add / tcp_fastopen_synack_timer), so a round trip
   2D must stay below it, with a margin for the host's own time.
+- A replayed SYN's child is never answered: its peer is the client's
+  TIME_WAIT socket, whose ACKs do not acknowledge the child's SYN-ACK (the
+  server's host resets them), so the child's SYN-ACK retransmission timer
+  (tcp_fastopen_create_child arms it at TCP_TIMEOUT_INIT, 1 s;
+  tcp_fastopen_synack_timer; 6.1 and 6.18) fires at any delay. Its
+  retransmission arrives 2D + 1 s after the replay leaves, and the run
+  captures until 4D + CAPTURE_TAIL_MS after it, so from D = (1 s - tail -
+  margin) / 2 the capture holds a segment that needs the timer model. Seen
+  on 6.18 at D = 497 ms: the SYN-ACK again, 1016 ms after the first.
 - A backend that keeps queued packets charged to their socket (the NFQUEUE
   stand-in) lets TCP Small Queues hold back a write's third GSO packet until
   the first leaves the queue (tcp_small_queue_check; tcp_rtx_queue_empty_or_
@@ -45,7 +54,7 @@ from collections import Counter
 from tfolab.model.events import Event, Segment
 from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.rcv_space import RcvSpace, ReceiveMemory
-from tfolab.model.scenario import ScenarioConfig
+from tfolab.model.scenario import CAPTURE_TAIL_MS, ScenarioConfig
 
 IPV4_MAX_PMTU = 65535
 IPV4_TCP_HEADERS = 40
@@ -55,6 +64,9 @@ TCP_TIMEOUT_INIT_MS = 1000.0
 # lateness): the round trip must end this far before the 1 s timer.
 HANDSHAKE_MARGIN_MS = 5.0
 MAX_HANDSHAKE_DELAY_MS = (TCP_TIMEOUT_INIT_MS - HANDSHAKE_MARGIN_MS) / 2
+# replay_syn: the replayed child's SYN-ACK is sent again 1 s after the first, and
+# arrives 2D + 1 s after the replay; the capture ends 4D + CAPTURE_TAIL_MS after it.
+MAX_REPLAY_DELAY_MS = (TCP_TIMEOUT_INIT_MS - CAPTURE_TAIL_MS - HANDSHAKE_MARGIN_MS) / 2
 WINDOWS_ISSUE = "needs the congestion- and receive-window model"
 TIMERS_ISSUE = "needs the retransmission-timer model"
 AUTOTUNING_ISSUE = "needs the receive-buffer autotuning model (tcp_rcv_space_adjust)"
@@ -126,6 +138,15 @@ def refusal(
                 f"{AUTOTUNING_ISSUE}; the model predicts up to {space} bytes per connection "
                 f"here"
             )
+    if config.replay_syn and delay_ms > MAX_REPLAY_DELAY_MS:
+        return (
+            f"replay_syn at a delay of {delay_ms:g} ms: the replayed SYN's child is never "
+            f"answered (its peer is the client's TIME_WAIT socket), so its SYN-ACK is sent "
+            f"again 1 s later (TCP_TIMEOUT_INIT, tcp_fastopen_synack_timer), arriving "
+            f"{2 * delay_ms + TCP_TIMEOUT_INIT_MS:g} ms after the replay, before the run "
+            f"stops capturing at {4 * delay_ms + CAPTURE_TAIL_MS:g} ms: that retransmission "
+            f"{TIMERS_ISSUE}; the model predicts a replay up to {MAX_REPLAY_DELAY_MS:g} ms"
+        )
     if delay_ms > MAX_HANDSHAKE_DELAY_MS:
         return (
             f"a delay of {delay_ms:g} ms one way puts the SYN-ACK at {2 * delay_ms:g} ms, "

@@ -34,6 +34,9 @@ MAX_PAYLOAD_BYTES = 1_000_000
 # replay_syn: the replay leaves this long after the connection before it is over
 # on the server (its client's close + 3D), so it reaches the listener.
 REPLAY_GAP_MS = 20.0
+# A run captures until this long after 3D past the last segment it expects (after a
+# replay: 4D after the replayed SYN leaves, plus this), so a late answer is seen.
+CAPTURE_TAIL_MS = 60.0
 
 
 def limits(low: int, high: int, unit: str = "", *, hexadecimal: bool = False) -> dict[str, object]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from tfolab.core import native
 from tfolab.core.errors import UserError
-from tfolab.model.scenario import REPLAY_GAP_MS, ScenarioConfig
+from tfolab.model.scenario import CAPTURE_TAIL_MS, REPLAY_GAP_MS, ScenarioConfig
 from tfolab.runner import netns, netstack, replay
 from tfolab.runner.backends import BACKENDS
 from tfolab.runner.capture import (
@@ -308,7 +308,7 @@ def _captured(
     assert network.capture is not None
     # After the client's close() the FINs and the last ACK need up to 3D more,
     # and a delayed ACK of a FIN at most one delayed-ACK timer (40-50 ms).
-    time.sleep((3 * network.delay_ms + TAIL_MS + tail_ms) / 1000)
+    time.sleep((3 * network.delay_ms + CAPTURE_TAIL_MS + tail_ms) / 1000)
     last = network.capture.stop()
     segments = sorted([*(earlier or []), *last.segments], key=lambda seg: seg.t_ns)
     origin = measured[0].connect_start_ns if measured else 0
@@ -325,7 +325,6 @@ def _captured(
     return captured, segments
 
 
-TAIL_MS = 60.0
 LOOPBACK_MTU = 65536
 
 
