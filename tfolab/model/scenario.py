@@ -180,7 +180,10 @@ class ScenarioConfig:
             "fresh_connection_each_iteration": self.fresh_connection_each_iteration,
             "cookie_cache": self.cookie_cache == "warm",
             "server_fastopen_qlen": self.server_fastopen_qlen > 0,
-            "fastopen_sysctl": self.fastopen_sysctl & 0x3 == 0x3,
+            # 0x4 without 0x200: the client sends its data with no cookie and the server,
+            # needing one, never accepts it (tcp_fastopen_cookie_check, tcp_try_fastopen)
+            "fastopen_sysctl": self.fastopen_sysctl & 0x3 == 0x3
+            and (not self.fastopen_sysctl & 0x4 or bool(self.fastopen_sysctl & 0x200)),
             "rotate_key_before_iteration": self.rotate_key_before_iteration == 0,
             "fastopen_queue_full": not self.fastopen_queue_full,
             "request_bytes": self.request_bytes <= syn_room,
@@ -190,9 +193,11 @@ class ScenarioConfig:
                 raise SettingError(
                     "replay_syn replays a Fast Open SYN whose request the server accepted: it "
                     "needs client_fastopen sendto or connect, pattern rr on fresh connections, "
-                    "cookie_cache warm, server_fastopen_qlen > 0, fastopen_sysctl with 0x3, no "
-                    f"key rotation, no full queue and a request that fits in the SYN "
-                    f"({syn_room} bytes here); {key} does not fit",
+                    "cookie_cache warm, server_fastopen_qlen > 0, fastopen_sysctl with 0x3 "
+                    "(and 0x200 where it has 0x4: a client that sends data without a cookie "
+                    "is heard only by a server that needs none), no key rotation, no full queue "
+                    f"and a request that fits in the SYN ({syn_room} bytes here); {key} does "
+                    "not fit",
                     key,
                     "replay_syn",
                 )
