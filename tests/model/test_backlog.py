@@ -20,6 +20,7 @@ from tests.model.scenarios import scenario
 from tfolab.model import Segment, Simulation, simulate
 from tfolab.model.loop import ReaderChoice
 from tfolab.model.rcv_space import RcvSpace, ReceiveMemory
+from tfolab.model.scenario import ScenarioConfig
 from tfolab.model.simulation import with_lock_early
 
 ACKED = (8949, 17897, 20001)  # the echo's ACKs (and the FIN, which carries 20001)
@@ -31,11 +32,13 @@ def _sim(
     lock_early: frozenset[ReaderChoice] = frozenset(),
     memory: ReceiveMemory = HOST_RMEM,
     delay: float = 0,
+    config: ScenarioConfig = CONFIG,
+    iterations: int = 1,
 ) -> Simulation:
     return simulate(
-        CONFIG,
+        config,
         one_way_delay_ms=delay,
-        iterations=1,
+        iterations=iterations,
         receive_space_bytes=memory.rmem_max,
         receive_memory=memory,
         lock_early=lock_early,
@@ -154,14 +157,7 @@ def _echo_windows(lock_early: frozenset[ReaderChoice]) -> list[int | None]:
     config = dataclasses.replace(
         scenario("handshake", "plain").config, request_bytes=20000, mtu=9000
     )
-    sim = simulate(
-        config,
-        one_way_delay_ms=0,
-        iterations=1,
-        receive_space_bytes=memory.rmem_max,
-        receive_memory=memory,
-        lock_early=lock_early,
-    )
+    sim = _sim(lock_early, memory, config=config)
     return [w for _, ack, length, w in _segments(sim, "client") if not length and ack in ACKED]
 
 
@@ -189,14 +185,7 @@ def test_the_ack_a_reader_sends_while_it_holds_the_socket_puts_the_answer_in_its
     config = dataclasses.replace(scenario("delack", "quickack").config, second_write_bytes=1257)
 
     def windows(lock_early: frozenset[ReaderChoice]) -> set[int | None]:
-        sim = simulate(
-            config,
-            one_way_delay_ms=0,
-            iterations=3,
-            receive_space_bytes=memory.rmem_max,
-            receive_memory=memory,
-            lock_early=lock_early,
-        )
+        sim = _sim(lock_early, memory, config=config, iterations=3)
         return {w for flags, ack, _, w in _segments(sim, "server") if ack and ack > 11}
 
     assert windows(frozenset()) == {76}
