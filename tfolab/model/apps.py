@@ -182,8 +182,13 @@ class ClientScript:
         self.got = 0
         return line
 
+    @property
+    def connect_returns(self) -> bool:
+        """Is a blocked connect() or sendto() now free to return (the handshake is done)?"""
+        return self.phase is ClientPhase.CONNECTING and self.ep.sock.state not in _CONNECTING
+
     def wake(self, now: int, caused_by: int | None) -> None:
-        if self.phase is ClientPhase.CONNECTING and self.ep.sock.state not in _CONNECTING:
+        if self.connect_returns:
             self._connected(now, caused_by)
         if self.phase is ClientPhase.READING:
             self._read(now, caused_by)
@@ -307,7 +312,16 @@ class ClientScript:
             env.call_app_at(now, next_call)
 
     def take(self, now: int, caused_by: int) -> None:
-        """At a lock point (loop.py): the blocked read() takes the socket (backlog.py)."""
+        """At a lock point (loop.py): the blocked read() takes the socket (backlog.py).
+
+        Woken from connect() or sendto() by the SYN-ACK instead, the client holds the
+        socket from inet_wait_for_connect's lock_sock until the call's release_sock:
+        sendto() sends the rest of its data meanwhile, and the read comes after.
+        """
+        if self.connect_returns:
+            self.ep.hold_for_connect(now, caused_by)
+            self._connected(now, caused_by)
+            return
         self.ep.take(now, blocking=True, caused_by=caused_by)
 
     def _read(self, now: int, caused_by: int | None) -> None:

@@ -11,7 +11,10 @@ runs the read there when the simulation is asked to). With a delay the same
 race holds among the segments that arrive together: the delayer keeps the
 microseconds between them. accept() also holds a new socket for a moment
 (inet_accept: lock_sock, graft, release_sock), and a request segment that
-arrives then waits in its backlog (`TcpEndpoint.hold_for_accept`). Segments that arrive
+arrives then waits in its backlog (`TcpEndpoint.hold_for_accept`); so does a
+client woken by the SYN-ACK in connect() or sendto() (inet_wait_for_connect:
+lock_sock, then the call's release_sock; `TcpEndpoint.hold_for_connect`),
+while a Fast Open server's answer arrives. Segments that arrive
 while the reader holds the socket wait in its backlog (tcp_v4_rcv ->
 tcp_add_backlog), and that changes what the kernel does with them:
 

@@ -190,6 +190,23 @@ class TcpEndpoint:
             "the server's accept() on the other CPU",
         )
 
+    def hold_for_connect(self, now: int, caused_by: int) -> None:
+        """The client woken by the SYN-ACK holds its socket: inet_wait_for_connect takes
+        it (lock_sock) and the connect() or sendto() releases it as it returns
+        (inet_stream_connect, tcp_sendmsg: release_sock), after sending what is left
+        of a sendto()'s data (backlog.py)."""
+        sock = self.sock
+        owner = backlog.own(sock, blocking=False)
+        owner.read_event = sock.note(
+            now,
+            "the client, woken by the SYN-ACK, holds its socket until its connect or "
+            "send call returns (inet_wait_for_connect: lock_sock; release_sock); what the "
+            "server sends meanwhile waits in the backlog (a race: the client runs while "
+            "the server's segments arrive)",
+            caused_by,
+            "the client's call on the other CPU",
+        )
+
     def release(self, now: int) -> None:
         """release_sock: the backlog is processed, then tcp_release_cb (backlog.py).
 

@@ -14,7 +14,10 @@ Rules:
   its next call; with a delay, what arrives at the same instant, which the
   delayer keeps microseconds apart). So is the handshake ACK that wakes
   accept() while the request arrives with it: accept() holds the new socket
-  (inet_accept: lock_sock, graft, release_sock). Each is named by its
+  (inet_accept: lock_sock, graft, release_sock); and the SYN-ACK that wakes
+  a blocked connect() or sendto() while the server's answer to the SYN's
+  data arrives with it: the client holds its socket from
+  inet_wait_for_connect's lock_sock until the call's release_sock. Each is named by its
   connection, the reader's side and the stream position of that segment's
   end (`lock_points`); the ones in
   `lock_early` are taken there: the reader copies what is queued,
@@ -363,7 +366,12 @@ class World:
             before = conn.client.sock.state
             conn.client.receive(now, wire)
             reading = conn.script.phase is ClientPhase.READING
-            if reading and self._takes(now, conn, "client", wire):
+            # the SYN-ACK wakes a blocked connect() or sendto(), which takes the socket;
+            # only one that acknowledged the SYN's data may have the answer right behind it
+            connecting = wire.syn and (wire.ack or 0) > 1 and conn.script.connect_returns
+            if (reading or connecting) and self._takes(
+                now, conn, "client", wire, handshake=connecting
+            ):
                 return
             if last and _wakes(wire, before, conn.client.sock.state):
                 self._wake(now, conn.script, conn.number, "client", wire.event_id)
@@ -391,7 +399,7 @@ class World:
         if (
             reading
             and not wire.stale
-            and self._takes(now, conn, "server", wire, accepting=not script.accepted)
+            and self._takes(now, conn, "server", wire, handshake=not script.accepted)
         ):
             return
         if last and woken and not wire.stale:  # another connection's ACK gives it nothing
@@ -404,14 +412,15 @@ class World:
         side: Side,
         wire: Wire,
         *,
-        accepting: bool = False,
+        handshake: bool = False,
     ) -> bool:
-        """At a lock point (data reached a reading application, or the handshake ACK woke
-        `accepting` while the request arrives with it; with a delay only where more of the
-        sender's segments arrive at this instant): does the reader take its socket here?
-        If so it copies what is queued now, and releases the socket once everything else
-        at this instant has run (backlog.py)."""
-        if not (wire.payload or accepting) or conn.replay is not None:
+        """At a lock point (data reached a reading application, or a `handshake` segment
+        woke a blocked accept() or connect() while its peer's data arrives with it; with a
+        delay only where more of the sender's segments arrive at this instant): does the
+        reader take its socket here? If so it copies what is queued now (or accept() or
+        connect() holds it), and releases the socket once everything else at this instant
+        has run (backlog.py)."""
+        if not (wire.payload or handshake) or conn.replay is not None:
             return False
         if self.env.link.one_way_delay_ns and not self._arriving(conn.number, wire.sender, now):
             return False  # with a delay only what arrives with it can follow at once
