@@ -56,6 +56,7 @@ def transmit(
     new_skb: bool = True,
     fresh: bool = False,
     syn_data: bool = False,
+    gso_size: int = 0,
 ) -> int:
     """Put one segment on the link and record it; returns the Segment event's id.
 
@@ -120,6 +121,7 @@ def transmit(
         window=offered,
         fresh=fresh,
         syn_data=syn_data,
+        gso_size=gso_size,
     )
     env.transmit(wire, arrival)
     if ack is not None:
@@ -215,25 +217,52 @@ def send_ack(
 def retransmit_syn_data(
     sock: TcpSock, now: int, data: bytes, *, cause: str, caused_by: int
 ) -> None:
-    """tcp_rcv_fastopen_synack: the unacknowledged SYN data resent as its own skb, with PSH."""
-    name = segment_name(sock.marks, 1, 1 + len(data))
-    event_id = transmit(
-        sock,
-        now,
-        flags=("ACK", "PSH"),
-        seq=1,
-        payload=data,
-        what=name,
-        explanation=(
-            f"{name} ({len(data)} B) sent again at once: the SYN-ACK did not acknowledge the "
+    """tcp_rcv_fastopen_synack: the unacknowledged SYN data resent as its own skb, with PSH.
+
+    tcp_send_syn_data sized that skb before the peer's window was known (up to a
+    32 KiB page frag from 6.5), so it may be longer than the MSS now in use, which
+    tcp_sync_mss bounds to half the peer's largest window (32741 after a SYN-ACK
+    offering 65483). __tcp_retransmit_skb then makes it a GSO skb of that MSS
+    (tcp_set_skb_tso_segs: gso_size = mss): at lo's MTU it crosses whole, and the
+    receiver's tcp_measure_rcv_mss reads gso_size, not its length; below it the
+    device cuts it in software (tcp_gso_segment: PSH on the last piece only).
+    """
+    mss = sock.mss_cache
+    pieces = [data] if not sock.software_gso else [
+        data[k : k + mss] for k in range(0, len(data), mss)
+    ]  # fmt: skip
+    seq = 1
+    for index, piece in enumerate(pieces):
+        last = index == len(pieces) - 1
+        name = segment_name(sock.marks, seq, seq + len(piece))
+        why = (
+            f"{name} ({len(piece)} B) sent again at once: the SYN-ACK did not acknowledge the "
             "SYN's data, and tcp_rcv_fastopen_synack retransmits that data's own skb "
             "(tcp_send_syn_data queued it alone, with PSH)"
-        ),
-        cause=cause,
-        caused_by=caused_by,
-        syn_data=True,
-    )
-    sock.flights.append(Flight(1, 1 + len(data), now, True, event_id))
+        )
+        if len(data) > mss:
+            why += (
+                f"; longer than the MSS now in use ({mss} B, half the peer's window: "
+                "tcp_sync_mss), it leaves as a GSO skb of that MSS (__tcp_retransmit_skb)"
+                + ("" if len(pieces) == 1 else ", cut by the device in software")
+            )
+        event_id = transmit(
+            sock,
+            now,
+            flags=("ACK", "PSH") if last else ("ACK",),
+            seq=seq,
+            payload=piece,
+            what=name,
+            explanation=why,
+            cause=cause,
+            caused_by=caused_by,
+            new_skb=index == 0,
+            fresh=len(pieces) > 1,
+            syn_data=True,
+            gso_size=mss if len(piece) > mss else 0,
+        )
+        sock.flights.append(Flight(seq, seq + len(piece), now, True, event_id))
+        seq += len(piece)
 
 
 def size_goal(sock: TcpSock) -> int:

@@ -46,7 +46,8 @@ class Wire:
     fresh: bool = False
     # the SYN's data resent in the skb tcp_send_syn_data built (rcv_space.syn_data_truesize)
     syn_data: bool = False
-    # segments tcp_add_backlog merged into this skb keep their largest as gso_size
+    # the sender's gso_size where the skb is longer than one segment (a resent SYN
+    # data skb); segments tcp_add_backlog merged into this skb keep their largest
     # (backlog.py); 0: one segment, its payload
     gso_size: int = 0
 
