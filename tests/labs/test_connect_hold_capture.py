@@ -15,47 +15,20 @@ tcp_grow_window stopped one truesize lower and the client offered 101
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from pathlib import Path
-
-import msgspec
 import pytest
 
+from tests.labs.host_captures import load, model
 from tfolab.lab import packets
-from tfolab.lab.catalog import find_lab
 from tfolab.lab.disagreements import WrongWindow
-from tfolab.lab.plan import plan
-from tfolab.model import Segment, Simulation, simulate
-from tfolab.model.captured import CapturedRow
+from tfolab.model import Segment, Simulation
 from tfolab.model.loop import Connection, World
-from tfolab.model.rcv_space import receive_memory_for
 from tfolab.model.simulation import with_lock_early
 
-CAPTURE = Path(__file__).parent / "captures" / "fastopen-7658-d9.62-6.18-connect-holds.json"
-RMEM = (4096, 131072, 33554432)
-SKB_HEAD = 832  # what runner/truesize.py measured on this host at lo's MTU
+NAME = "fastopen-7658-d9.62-6.18-connect-holds"
 
 
-def capture() -> tuple[float, list[CapturedRow]]:
-    data = json.loads(CAPTURE.read_text())
-    return data["delay_ms"], msgspec.convert(data["captured"], list[CapturedRow])
-
-
-def model(delay_ms: float) -> Simulation:
-    lab = find_lab("fastopen")
-    (scenario,) = plan(lab, "cookie", 4, {"request_bytes": "7658"}, delay_ms=delay_ms).scenarios
-    rules = dataclasses.replace(
-        receive_memory_for((6, 18), RMEM[1], RMEM[2]), skb_head_truesize=SKB_HEAD
-    )
-    return simulate(
-        scenario.config,
-        one_way_delay_ms=delay_ms,
-        iterations=4,
-        hz=250,
-        receive_space_bytes=RMEM[2],
-        receive_memory=rules,
-    )
+def cookie(delay_ms: float) -> Simulation:
+    return model("fastopen", "cookie", {"request_bytes": "7658"}, 4, delay_ms)
 
 
 def client_windows(sim: Simulation, connection: int) -> list[int | None]:
@@ -68,20 +41,20 @@ def client_windows(sim: Simulation, connection: int) -> list[int | None]:
 
 
 def test_the_capture_agrees_through_the_connect_hold() -> None:
-    delay_ms, rows = capture()
-    comparison = packets.compare(model(delay_ms), rows, {})
+    delay_ms, rows = load(NAME)
+    comparison = packets.compare(cookie(delay_ms), rows, {})
     assert comparison.sentences == []
     # connection 5 is iteration 4 (connection 1 is the warm-up that learns the cookie)
     assert comparison.simulation.lock_early == frozenset({(5, "client", 1, "take")})
 
 
 def test_each_measured_connection_names_the_hold_at_its_syn_ack() -> None:
-    points = [p.key for p in model(9.62).lock_points]
+    points = [p.key for p in cookie(9.62).lock_points]
     assert points == [(n, "client", 1, "take") for n in (2, 3, 4, 5)]
 
 
 def test_the_hold_gives_101_where_reading_after_the_burst_gives_108() -> None:
-    sim = model(9.62)
+    sim = cookie(9.62)
     assert client_windows(sim, 5) == [64, 108, 108, 108]
     held = with_lock_early(sim, frozenset({(5, "client", 1, "take")}))
     assert client_windows(held, 5) == [64, 101, 101, 101]
@@ -100,6 +73,6 @@ def test_the_old_rule_misses_the_window(monkeypatch: pytest.MonkeyPatch) -> None
         return takes(self, now, conn, side, *args, **kwargs)
 
     monkeypatch.setattr(World, "_takes", old)
-    delay_ms, rows = capture()
-    found = packets.compare(model(delay_ms), rows, {}).disagreements
+    delay_ms, rows = load(NAME)
+    found = packets.compare(cookie(delay_ms), rows, {}).disagreements
     assert found and all(isinstance(d, WrongWindow) for d in found)

@@ -18,24 +18,13 @@ head at 832 bytes):
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from pathlib import Path
-
-import msgspec
 import pytest
 
+from tests.labs.host_captures import load, model
 from tfolab.lab import packets
-from tfolab.lab.catalog import find_lab
-from tfolab.lab.plan import plan
-from tfolab.model import Segment, Simulation, simulate
-from tfolab.model.captured import CapturedRow
+from tfolab.model import Segment, Simulation
 from tfolab.model.events import Note
-from tfolab.model.rcv_space import receive_memory_for
 
-CAPTURES = Path(__file__).parent / "captures"
-RMEM = (4096, 131072, 33554432)
-SKB_HEAD = 832  # what runner/truesize.py measured on this host
 CASES = {
     "fastopen-47240-invalid-cookie-d0-6.18": ({"request_bytes": "47240"}, 1),
     "fastopen-40000-invalid-cookie-mtu60000-d0-6.18": (
@@ -45,20 +34,8 @@ CASES = {
 }
 
 
-def model(settings: dict[str, str], iterations: int) -> Simulation:
-    lab = find_lab("fastopen")
-    (scenario,) = plan(lab, "invalid-cookie", iterations, settings, delay_ms=0).scenarios
-    rules = dataclasses.replace(
-        receive_memory_for((6, 18), RMEM[1], RMEM[2]), skb_head_truesize=SKB_HEAD
-    )
-    return simulate(
-        scenario.config,
-        one_way_delay_ms=0,
-        iterations=iterations,
-        hz=250,
-        receive_space_bytes=RMEM[2],
-        receive_memory=rules,
-    )
+def invalid_cookie(settings: dict[str, str], iterations: int) -> Simulation:
+    return model("fastopen", "invalid-cookie", settings, iterations, 0)
 
 
 def resent(sim: Simulation, connection: int) -> list[tuple[tuple[str, ...], int, int]]:
@@ -74,14 +51,12 @@ def resent(sim: Simulation, connection: int) -> list[tuple[tuple[str, ...], int,
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_capture_agrees(name: str) -> None:
     settings, iterations = CASES[name]
-    rows = msgspec.convert(
-        json.loads((CAPTURES / f"{name}.json").read_text())["captured"], list[CapturedRow]
-    )
-    assert packets.compare(model(settings, iterations), rows, {}).sentences == []
+    _, rows = load(name)
+    assert packets.compare(invalid_cookie(settings, iterations), rows, {}).sentences == []
 
 
 def test_at_lo_mtu_the_resend_crosses_whole_and_the_server_grants_one_quick_ack() -> None:
-    sim = model({"request_bytes": "47240"}, 1)
+    sim = invalid_cookie({"request_bytes": "47240"}, 1)
     measured = 2  # connection 1 is the warm-up that learns the cookie
     assert resent(sim, measured) == [(("ACK", "PSH"), 1, 32768), (("ACK", "PSH"), 32769, 14472)]
     notes = [e.text for e in sim.events if isinstance(e, Note) and e.connection == measured]
@@ -97,5 +72,5 @@ def test_at_lo_mtu_the_resend_crosses_whole_and_the_server_grants_one_quick_ack(
 
 def test_without_gso_the_device_cuts_it_psh_on_the_last_piece() -> None:
     """Connection 2: the first asked for the cookie, the key changed before this one."""
-    sim = model({"request_bytes": "40000", "mtu": "60000"}, 2)
+    sim = invalid_cookie({"request_bytes": "40000", "mtu": "60000"}, 2)
     assert resent(sim, 2)[:2] == [(("ACK",), 1, 29974), (("ACK", "PSH"), 29975, 2794)]

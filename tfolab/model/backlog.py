@@ -50,10 +50,15 @@ Rules (Linux 6.1 and 6.18 unless said):
   copied >= target and sk_backlog.tail -> __sk_flush_backlog, which on 6.18
   also runs tcp_release_cb) and copies on; only then tcp_cleanup_rbuf decides
   the read's ACK, once (`Owner.blocking`: endpoint.take copies without it,
-  endpoint.release copies what the backlog queued and runs it). A MSG_DONTWAIT
-  reader (the echo server's recv()) stops there instead (timeo 0:
-  tcp_recv_should_stop), runs tcp_cleanup_rbuf, and release_sock processes
-  the backlog after it; the next readiness event reads the rest.
+  endpoint.release copies what the backlog queued and runs it). Unless the
+  segment came just after the loop's last look found the backlog empty: the
+  loop ends, tcp_cleanup_rbuf runs for what was copied, and release_sock
+  processes the segment with sk_backlog.len charged (a "stopped" point,
+  `TcpEndpoint.stop_copying`; captured on 6.18 at D = 0, MTU 60000: the
+  client's window update ACK of 30209 offered 96, the FIN after it 105).
+  A MSG_DONTWAIT reader (the echo server's recv()) stops there always
+  (timeo 0: tcp_recv_should_stop), runs tcp_cleanup_rbuf, and release_sock
+  processes the backlog after it; the next readiness event reads the rest.
 """
 
 from __future__ import annotations

@@ -207,6 +207,27 @@ class TcpEndpoint:
             "the client's call on the other CPU",
         )
 
+    def stop_copying(self, now: int) -> None:
+        """A blocking read() that holds the socket ended its copy loop before the segment
+        arriving now (tcp_recvmsg_locked: copied >= target with no sk_backlog.tail), so
+        its tcp_cleanup_rbuf runs for what it copied, and release_sock, not the read,
+        processes what waits in the backlog (backlog.py)."""
+        sock = self.sock
+        owner = sock.owner
+        assert owner is not None and owner.blocking
+        owner.blocking = False
+        sock.pre_read_acked = True
+        event = sock.note(
+            now,
+            f"the {sock.side}'s read() ended its copy loop with {len(sock.pre_read)} B: the "
+            "backlog was still empty when it looked (tcp_recvmsg_locked), so tcp_cleanup_rbuf "
+            "runs now and what arrives next waits for release_sock (a race: the segment came "
+            "microseconds after that look)",
+            owner.read_event,
+            "a reader on the other CPU",
+        )
+        self.cleanup_rbuf(now, len(sock.pre_read), event)
+
     def release(self, now: int) -> None:
         """release_sock: the backlog is processed, then tcp_release_cb (backlog.py).
 

@@ -79,14 +79,15 @@ ReaderChoice = tuple[int, str, int, str]  # LockPoint.key
 class LockPoint:
     """An instant where a woken reader may take its socket before its peer sends more
     ("take"), or, holding it, let it go before the next segment arrives ("release"), or
-    be processing its backlog already when it arrives ("detach"):
+    be processing its backlog already when it arrives ("detach"), or, a blocking read(),
+    have ended its copy loop already, its tcp_cleanup_rbuf still to run ("stopped"):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
     connection: int
     side: Side  # the reader's
     end: int  # where the data segment just received (or arriving) ends
-    kind: Literal["take", "release", "detach"] = "take"
+    kind: Literal["take", "release", "detach", "stopped"] = "take"
     event_id: int = 0  # that segment (in this timeline)
 
     @property
@@ -442,7 +443,10 @@ class World:
         (a "release" point: release_sock runs now and the segment is received as usual,
         True)? Else it waits in the backlog (False); where its "detach" point is taken,
         __release_sock had already taken the backlog's list, so it is merged into nothing
-        and is processed in the same release, right away."""
+        and is processed in the same release, right away. Where a blocking read()'s
+        "stopped" point is taken, its copy loop had found the queue and the backlog empty
+        and ended: its tcp_cleanup_rbuf runs first, for what it copied, and the segment
+        waits for release_sock (as for a MSG_DONTWAIT recv())."""
         side: Side = "client" if wire.sender == "server" else "server"
         end = wire.seq + len(wire.payload)
         released = LockPoint(conn.number, side, end, "release", wire.event_id)
@@ -453,6 +457,12 @@ class World:
             return True
         receiver = conn.client if side == "client" else conn.server
         assert receiver is not None
+        owner = receiver.sock.owner
+        if owner is not None and owner.blocking:
+            stopped = LockPoint(conn.number, side, end, "stopped", wire.event_id)
+            self.lock_points.append(stopped)
+            if stopped.key in self.lock_early:
+                receiver.stop_copying(now)
         detach = detached.key in self.lock_early
         backlog.add(receiver.sock, now, wire, merge=not detach)  # tcp_add_backlog
         if detach:
