@@ -214,7 +214,7 @@ def _reader_races(
         if best is None or best[3] >= wrong:
             break
         sim, aligned, model, wrong = best
-    return _fewest(sim, aligned, model, against)
+    return _fewest(sim, aligned, model, against, budget)
 
 
 def _fewest(
@@ -222,15 +222,20 @@ def _fewest(
     aligned: list[Pair],
     model: list[Row],
     against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+    budget: list[int],
 ) -> tuple[Simulation, list[Pair], list[Row]]:
     """Drop each lock point the search took that the capture does not need (a take with
     the release, detach or stopped points of its hold), while the outcome stays as good:
     the greedy search may take a point that helped only on the way, and every point
-    taken is counted as a race the kernel went the other way in."""
+    taken is counted as a race the kernel went the other way in. Within what is left
+    of the search's budget."""
     wrong = _cost(aligned)
     for choice in sorted(sim.lock_early, key=lambda c: (c[0], c[1], c[2], c[3] != "take")):
         if choice not in sim.lock_early:
             continue
+        if budget[0] <= 0:
+            break
+        budget[0] -= 1
         drop = {choice} | _opened_by(sim.lock_early, choice)
         fewer = with_lock_early(sim, sim.lock_early - drop)
         fewer_aligned, fewer_model = against(fewer)

@@ -28,7 +28,7 @@ from tfolab.model import delack_timer
 from tfolab.model.delack import ACK_SCHED, ACK_TIMER
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynDecision, SynPlan, client_learns
 from tfolab.model.flights import Flight
-from tfolab.model.output import push, retransmit_syn_data, send_ack, transmit
+from tfolab.model.output import retransmit_syn_data, send_ack, transmit
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent
 from tfolab.model.wire import Wire
@@ -99,9 +99,10 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
     if unacked:
         sock.count("TCPFastOpenActiveFail")
         cause = "the SYN-ACK acknowledged only the SYN"
+        # the rest of the request is not queued yet: the sendto() or write() that the
+        # SYN-ACK wakes copies it once its connect wait ends (tcp_sendmsg_locked after
+        # tcp_sendmsg_fastopen), so tcp_data_snd_check here finds nothing more to send
         retransmit_syn_data(sock, now, sock.syn_data, cause=cause, caused_by=wire.event_id)
-        if sock.unsent:
-            push(sock, now, cause=cause, caused_by=wire.event_id)
         return
     if sock.syn_data:
         sock.count("TCPFastOpenActive")

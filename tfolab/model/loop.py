@@ -13,8 +13,10 @@ Rules:
   the socket before its peer sends more (at D = 0 the rest of the write and
   its next call; with a delay, what arrives at the same instant, which the
   delayer keeps microseconds apart). So is the handshake ACK that wakes
-  accept() while the request arrives with it: accept() holds the new socket
-  (inet_accept: lock_sock, graft, release_sock); and the SYN-ACK that wakes
+  accept() while the request arrives with it, and any data segment that
+  reaches a socket accept() will return before the application accepted it:
+  accept() holds the new socket (inet_accept: lock_sock, graft,
+  release_sock), and reads it right after; and the SYN-ACK that wakes
   a blocked connect() or sendto() while the server's answer to the SYN's
   data arrives with it: the client holds its socket from
   inet_wait_for_connect's lock_sock until the call's release_sock. Each is named by its
@@ -394,8 +396,11 @@ class World:
             # sk_state_change woke the server while the client's next segments still arrive
             conn.server.sock.burst.wake()
         script = conn.server_script
-        # reading: accepted, or woken by this burst's handshake ACK to accept (burst.py)
-        woken_to_accept = conn.server.sock.burst.woken and script.acceptable
+        # reading: accepted, or woken to accept: by this burst's handshake ACK (burst.py),
+        # or as a data segment reaches a socket accept() will return (the segment that
+        # completed the handshake included: tcp_child_process queues it, and the
+        # listener's sk_data_ready wakes accept()), which accept() may hold as it arrives
+        woken_to_accept = (conn.server.sock.burst.woken or bool(wire.payload)) and script.acceptable
         reading = (script.accepted or woken_to_accept) and not script.closed
         if (
             reading

@@ -22,7 +22,10 @@ Rules, each after the kernel function it names (times do not matter here):
 - `queue` (tcp_queue_rcv, tcp_try_coalesce, tcp_measure_rcv_mss,
   tcp_grow_window): a segment charges its truesize (payload + the skb head
   the sender allocated); a segment joining an unread tail skb is coalesced and
-  charges its payload only, but only when that tail is a fresh skb:
+  charges its payload only (nothing where the payload fits the tail's
+  linear tailroom: skb_try_coalesce copies it there, delta_truesize 0, as
+  after a 1420-byte SYN data head before 6.5, 2036 bytes of room), but only
+  when that tail is a fresh skb:
   skb_try_coalesce refuses a cloned `to` (6.1 and 6.18), and on loopback the
   receiver queues the sender's own clone unless the skb was cut in software
   (skb_segment, a GSO packet of several segments with GSO off below lo's
@@ -109,6 +112,15 @@ MAX_TCP_HEADER, SHINFO_BYTES, SK_BUFF_BYTES = 320, 320, 256
 KMALLOC_SIZES = (32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
 
 
+def linear_tailroom(length: int) -> int:
+    """The room left after `length` bytes in that head (skb_tailroom): what a later
+    segment may be copied into for nothing once the skb is no clone (skb_try_coalesce:
+    `len <= skb_tailroom(to)`, delta_truesize 0). 2036 bytes after 1420."""
+    size = -(-(length + MAX_TCP_HEADER) // 64) * 64 + SHINFO_BYTES
+    head = next((k for k in KMALLOC_SIZES if k >= size), -(-size // 4096) * 4096)
+    return head - SHINFO_BYTES - MAX_TCP_HEADER - length
+
+
 def linear_truesize(length: int) -> int:
     """The truesize of a skb whose `length` bytes sit in its head (before 6.5, the SYN's data).
 
@@ -136,6 +148,7 @@ class RcvSpace:
     tail_unread: bool = False  # an unread skb at the queue's tail
     tail_fresh: bool = False  # ... that is no clone, so tcp_try_coalesce may grow it
     tail_end: int = 0  # the sequence number just past that skb
+    tail_room: int = 0  # its linear tailroom (a SYN's data head before 6.5; else 0)
     ratio: int = DEFAULT_SCALING_RATIO
     window_clamp: int = 0
     rcv_ssthresh: int = 0
@@ -208,11 +221,14 @@ class RcvSpace:
         """
         linear = syn_data and self.rules.syn_data_linear
         truesize = linear_truesize(length) if linear else self.rules.skb_head_truesize + length
-        if self.tail_unread and self.tail_fresh:
-            self.rmem += length  # coalesced into the tail
+        if self.tail_unread and self.tail_fresh and length <= self.tail_room:
+            self.tail_room -= length  # copied into the tail's head: delta_truesize 0
+        elif self.tail_unread and self.tail_fresh:
+            self.rmem += length  # coalesced into the tail: its frags
         else:
             self.rmem += truesize
             self.tail_fresh = fresh
+            self.tail_room = linear_tailroom(length) if linear else 0
         self.tail_unread = True
         self.tail_end = end
         size = length if segment is None else segment
@@ -238,6 +254,7 @@ class RcvSpace:
         self.rmem += self.syn_data_truesize(length)
         self.tail_unread = True
         self.tail_fresh = False  # the SYN's own (cloned) skb
+        self.tail_room = linear_tailroom(length) if self.rules.syn_data_linear else 0
 
     def read_all(self) -> None:
         self.rmem = 0
