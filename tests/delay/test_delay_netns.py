@@ -154,13 +154,14 @@ def test_max_queue_overflow_is_counted_by_the_kernel(tfo_delay: str, fail_open: 
         assert stats["kernel_queue_dropped"] == 40
 
 
+@TIMING
 def test_sigkill_leaves_traffic_flowing(tfo_delay: str) -> None:
     run = run_in_netns("kill", tfo_delay, "--delay-ms", "10")
     assert run["returncode"] == -9
-    assert run["connect_before_ms"] >= 20
-    assert run["connect_after_ms"] < 5, "--queue-bypass should pass traffic undelayed"
-    assert run["echo_after_ms"] < 5
-    assert run["old_connection_echo_ms"] < 5
+    assert run["connect_before_ms"] >= 20  # delayed while the delayer ran: never a hiccup
+    # --queue-bypass passes traffic undelayed once it is gone: well under one 10 ms delay
+    for name in ("connect_after_ms", "echo_after_ms", "old_connection_echo_ms"):
+        assert_in_band(run[name], 0, 5, f"{name} after the delayer was killed")
 
 
 def test_second_delayer_on_a_bound_queue_exits_2(tfo_delay: str) -> None:
