@@ -179,9 +179,7 @@ class TcpEndpoint:
     def hold_for_accept(self, now: int, caused_by: int) -> None:
         """accept() holds the new socket (inet_accept: lock_sock, then __inet_accept
         grafts it, release_sock) while its peer's segments still arrive (backlog.py)."""
-        sock = self.sock
-        owner = backlog.own(sock, blocking=False)
-        owner.read_event = sock.note(
+        self._hold(
             now,
             "accept() holds the new socket (inet_accept: lock_sock, __inet_accept, "
             "release_sock); what the client sends meanwhile waits in the backlog until "
@@ -195,9 +193,7 @@ class TcpEndpoint:
         it (lock_sock) and the connect() or sendto() releases it as it returns
         (inet_stream_connect, tcp_sendmsg: release_sock), after sending what is left
         of a sendto()'s data (backlog.py)."""
-        sock = self.sock
-        owner = backlog.own(sock, blocking=False)
-        owner.read_event = sock.note(
+        self._hold(
             now,
             "the client, woken by the SYN-ACK, holds its socket until its connect or "
             "send call returns (inet_wait_for_connect: lock_sock; release_sock); what the "
@@ -206,6 +202,11 @@ class TcpEndpoint:
             caused_by,
             "the client's call on the other CPU",
         )
+
+    def _hold(self, now: int, text: str, caused_by: int, cause: str) -> None:
+        """A call other than a read holds the socket (lock_sock): it copies nothing."""
+        owner = backlog.own(self.sock, blocking=False)
+        owner.read_event = self.sock.note(now, text, caused_by, cause)
 
     def stop_copying(self, now: int) -> None:
         """A blocking read() that holds the socket ended its copy loop before the segment

@@ -19,9 +19,9 @@ Rules:
   release_sock), and reads it right after; and the SYN-ACK that wakes
   a blocked connect() or sendto() while the server's answer to the SYN's
   data arrives with it: the client holds its socket from
-  inet_wait_for_connect's lock_sock until the call's release_sock. Each is named by its
-  connection, the reader's side and the stream position of that segment's
-  end (`lock_points`); the ones in
+  inet_wait_for_connect's lock_sock until the call's release_sock. Each is
+  named by its connection, the reader's side and the stream position of that
+  segment's end (`lock_points`); the ones in
   `lock_early` are taken there: the reader copies what is queued,
   the segments that arrive at this instant wait in its backlog, and
   release_sock runs after everything else at the instant (backlog.py), or

@@ -112,27 +112,29 @@ MAX_TCP_HEADER, SHINFO_BYTES, SK_BUFF_BYTES = 320, 320, 256
 KMALLOC_SIZES = (32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
 
 
+def _linear_head(length: int) -> int:
+    """The kmalloc'd head of a skb whose `length` bytes sit in it (before 6.5, the SYN's
+    data): tcp_stream_alloc_skb(sk, length) -> __alloc_skb(length + MAX_TCP_HEADER),
+    SKB_DATA_ALIGN(that) + the shared info, rounded up to its kmalloc cache
+    (kmalloc_size_roundup)."""
+    size = -(-(length + MAX_TCP_HEADER) // 64) * 64 + SHINFO_BYTES
+    return next((k for k in KMALLOC_SIZES if k >= size), -(-size // 4096) * 4096)
+
+
 def linear_tailroom(length: int) -> int:
     """The room left after `length` bytes in that head (skb_tailroom): what a later
     segment may be copied into for nothing once the skb is no clone (skb_try_coalesce:
     `len <= skb_tailroom(to)`, delta_truesize 0). 2036 bytes after 1420."""
-    size = -(-(length + MAX_TCP_HEADER) // 64) * 64 + SHINFO_BYTES
-    head = next((k for k in KMALLOC_SIZES if k >= size), -(-size // 4096) * 4096)
-    return head - SHINFO_BYTES - MAX_TCP_HEADER - length
+    return _linear_head(length) - SHINFO_BYTES - MAX_TCP_HEADER - length
 
 
 def linear_truesize(length: int) -> int:
     """The truesize of a skb whose `length` bytes sit in its head (before 6.5, the SYN's data).
 
-    tcp_stream_alloc_skb(sk, length) -> __alloc_skb(length + MAX_TCP_HEADER): the
-    head is SKB_DATA_ALIGN(that) + the shared info, rounded up to its kmalloc
-    cache (kmalloc_size_roundup), and truesize = that + the sk_buff
-    (SKB_TRUESIZE(SKB_WITH_OVERHEAD(osize))). The receiver on lo charges the
-    sender's clone, which keeps this truesize.
+    The head (`_linear_head`) plus the sk_buff (SKB_TRUESIZE(SKB_WITH_OVERHEAD(osize))).
+    The receiver on lo charges the sender's clone, which keeps this truesize.
     """
-    size = -(-(length + MAX_TCP_HEADER) // 64) * 64 + SHINFO_BYTES
-    head = next((k for k in KMALLOC_SIZES if k >= size), -(-size // 4096) * 4096)
-    return head + SK_BUFF_BYTES
+    return _linear_head(length) + SK_BUFF_BYTES
 
 
 @dataclass
