@@ -106,7 +106,9 @@ def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True) -> None:
 def _merged(tail: Wire, wire: Wire) -> Wire | None:
     """tcp_add_backlog's coalescing: contiguous, both ACK, no SYN/RST/URG, the same
     options, and a tail that is no clone (skb_try_coalesce refuses a cloned `to`: only
-    a skb cut in software qualifies). The merged skb keeps the later ACK and window,
+    a skb cut in software qualifies, or one no sender keeps, as a TIME_WAIT socket's
+    ACK built by ip_send_unicast_reply; two of those, the same numbers and timestamps
+    within one millisecond, merge into one). The merged skb keeps the later ACK and window,
     every flag of both, and the largest segment as gso_size."""
     flags = {*tail.flags, *wire.flags}
     if (
@@ -114,8 +116,7 @@ def _merged(tail: Wire, wire: Wire) -> Wire | None:
         or tail.seq + len(tail.payload) != wire.seq
         or not {"ACK"} <= set(tail.flags) & set(wire.flags)
         or flags & {"SYN", "RST", "URG"}
-        or tail.stale
-        or wire.stale
+        or tail.stale != wire.stale
     ):
         return None
     later = wire.ack is not None and (tail.ack is None or wire.ack >= tail.ack)

@@ -203,6 +203,20 @@ class TcpEndpoint:
             "the client's call on the other CPU",
         )
 
+    def hold_for_answer(self, now: int, caused_by: int) -> None:
+        """The server's send() of its answer holds the socket (tcp_sendmsg: lock_sock ...
+        release_sock) while loopback's softirq runs inside it (dev_queue_xmit re-enables
+        bottom halves): what arrives meanwhile waits in the backlog (backlog.py)."""
+        self._hold(
+            now,
+            "the server's send() still holds the socket (tcp_sendmsg: lock_sock, then "
+            "release_sock) while loopback delivers its answer inside the call "
+            "(dev_queue_xmit re-enables bottom halves: the softirq runs here); what "
+            "arrives meanwhile waits in the backlog",
+            caused_by,
+            "the server's send() on this CPU",
+        )
+
     def _hold(self, now: int, text: str, caused_by: int, cause: str) -> None:
         """A call other than a read holds the socket (lock_sock): it copies nothing."""
         owner = backlog.own(self.sock, blocking=False)

@@ -75,6 +75,12 @@ from tfolab.model.wire import Action, Env, Wire
 MAX_ACTIONS = 2_000_000
 KERNEL, APPLICATION, RELEASE = 0, 1, 2  # the order of actions at one instant
 ReaderChoice = tuple[int, str, int, str]  # LockPoint.key
+# At D = 0, who runs first once a replayed SYN made a child (replay.py): the SYN's
+# softirq chain ends TIME_WAIT first; or the server application answers between the
+# SYN-ACK and the RST; or it answers first and its send() holds the child while
+# TIME_WAIT's ACKs arrive.
+ReplayOrder = Literal["chain-first", "app-first", "app-holds"]
+REPLAY_ORDERS: tuple[ReplayOrder, ...] = ("chain-first", "app-first", "app-holds")
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,7 @@ class World:
         app_reaction_ns: int = 1_000_000,
         latest_app_first: bool = False,
         lock_early: frozenset[ReaderChoice] = frozenset(),
-        replay_app_first: bool = False,
+        replay_order: ReplayOrder = "chain-first",
     ) -> None:
         self.config = config
         self.lock_early = lock_early
@@ -135,7 +141,7 @@ class World:
         # Applications woken at the same instant run oldest first, or (the other
         # way a D = 0 race can go) the latest woken first.
         self.latest_app_first = latest_app_first
-        self.replay_app_first = replay_app_first
+        self.replay_order = replay_order
         self.recorder = Recorder()
         self.counters: dict[str, int] = {}
         self.app: dict[str, int] = {"accepted": 0, "requests": 0}
@@ -346,7 +352,13 @@ class World:
         ).id
         headline = self.headlines.setdefault(iteration, Headline())
         headline.start_id = start
-        peer = TimeWaitPeer(first.client.sock, number, iteration, headline=headline)
+        peer = TimeWaitPeer(
+            first.client.sock,
+            number,
+            iteration,
+            headline=headline,
+            synack_waits=self.replay_order == "app-holds",
+        )
         self.connections[number] = Connection(number, first.client, first.script, replay=peer)
         send_replay(
             self.env, now, original, connection=number, iteration=iteration, caused_by=start
@@ -357,10 +369,16 @@ class World:
         conn = self.connections[wire.connection]
         last = self._last_of_burst(burst)
         if wire.sender == "server" and conn.replay is not None:
+            if wire.payload and self.replay_order == "app-holds":
+                self._answer_holds(now, conn, wire)
             conn.replay.receive(now, wire)
             return
         receiver = conn.client if wire.sender == "server" else conn.server
         owned = receiver is not None and receiver.sock.owner is not None
+        if owned and wire.stale:
+            assert receiver is not None
+            backlog.add(receiver.sock, now, wire)  # another connection's ACK: no reader race
+            return
         if owned and not self._releases(now, conn, wire):
             return
         if receiver is not None:
@@ -532,12 +550,24 @@ class World:
             return
         # The replayed child's application runs once the kernel is done at this instant:
         # at D = 0 the SYN-ACK, the TIME_WAIT socket's ACK and the RST all happen in the
-        # softirq of the SYN's arrival, before the server process is scheduled. Or, the
-        # other outcome of that race (`replay_app_first`, counted by the comparison), the
-        # process runs on the other CPU as the chain goes on: it answers between the SYN-ACK
-        # and the RST, and TIME_WAIT answers that too (docs/TCP-NOTES.md, "A replayed SYN").
-        application = not self.replay_app_first
+        # softirq of the SYN's arrival, before the server process is scheduled. The other
+        # outcomes of that race (`replay_order`, counted by the comparison): the process
+        # runs on the other CPU as the chain goes on, and answers between the SYN-ACK and
+        # the RST (TIME_WAIT answers that too); or it answers before TIME_WAIT has had the
+        # SYN-ACK (`_answer_holds`) (docs/TCP-NOTES.md, "A replayed SYN").
+        application = self.replay_order == "chain-first"
         self._at(now, lambda t: script.wake(t, wire.event_id), application=application)
+
+    def _answer_holds(self, now: int, conn: Connection, wire: Wire) -> None:
+        """The replayed child's answer reaches the client's host inside the send() that
+        wrote it: loopback's softirq runs as dev_queue_xmit re-enables bottom halves,
+        while tcp_sendmsg still holds the child (lock_sock). TIME_WAIT answers the
+        SYN-ACK that waited on that CPU's backlog and the answer itself; both ACKs wait
+        in the child's backlog, and release_sock runs them (backlog.py)."""
+        server = conn.server
+        assert server is not None
+        server.hold_for_answer(now, wire.event_id)
+        self._at(now, lambda t: server.release(t), release=True)
 
 
 def _wakes(wire: Wire, before: TcpState, after: TcpState) -> bool:

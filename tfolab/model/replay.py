@@ -33,7 +33,11 @@ ports, same ISN, same cookie, same request). What follows is Linux's:
   process is scheduled to answer (the loop gives the application its turn
   after the kernel's work at one instant). The response then meets no socket:
   the client's host answers it with a RST at the child's rcv_nxt, which resets
-  the child at once (tcp_reset). The request was still received twice.
+  the child at once (tcp_reset). The request was still received twice. The
+  server process may run on the other CPU as that chain goes on, and answer
+  before the RST, or even before TIME_WAIT has had the SYN-ACK; then the
+  answer's send() holds the child while TIME_WAIT acks both, and
+  tcp_add_backlog merges the two ACKs into one reset (loop.ReplayOrder).
 
 Segments from the TIME_WAIT socket, and the RSTs answering them, carry
 connection 1's sequence numbers: they are recorded on connection 1 (as a
@@ -103,7 +107,9 @@ class TimeWaitPeer:
 
     `sock` is connection 1's client socket (in TIME_WAIT); its snd_nxt and
     rcv_nxt are the numbers its ACKs carry. `route` is the replayed
-    connection's number, where its segments travel.
+    connection's number, where its segments travel. `synack_waits`: the
+    SYN-ACK waits on its CPU's backlog until the answer's send() runs that
+    softirq (loop.World._answer_holds), so TIME_WAIT has both at once.
     """
 
     sock: TcpSock
@@ -112,9 +118,18 @@ class TimeWaitPeer:
     headline: Headline
     alive: bool = True
     last_oow_ack_ns: int | None = None
+    synack_waits: bool = False
+    waiting: Wire | None = None
 
-    def receive(self, now: int, wire: Wire) -> None:
-        """A segment of the replayed connection reaches the client's host."""
+    def receive(self, now: int, wire: Wire, *, waited: bool = False) -> None:
+        """A segment of the replayed connection reaches the client's host (`waited`: the
+        SYN-ACK that waited for the answer's send(), see `synack_waits`)."""
+        if self.synack_waits and wire.syn:
+            self.waiting = wire
+            return
+        if self.waiting is not None and wire.payload:
+            waiting, self.waiting, self.synack_waits = self.waiting, None, False
+            self.receive(now, waiting, waited=True)
         if "RST" in wire.flags:
             if self.alive and wire.stale and wire.seq == self.sock.rcv_nxt:
                 self.alive = False
@@ -180,7 +195,13 @@ class TimeWaitPeer:
             f"iteration 1's socket, in TIME_WAIT, gets the replayed connection's {what}: "
             "out of its window, so tcp_timewait_state_process answers with an ACK of its "
             "own old numbers (tcp_v4_timewait_ack)"
-            + ("" if limited else "; data is never rate-limited"),
+            + ("" if limited else "; data is never rate-limited")
+            + (
+                "; the SYN-ACK had waited on its CPU's backlog until the answer's send() "
+                "ran that softirq"
+                if waited
+                else ""
+            ),
         )
 
     def _reset(self, now: int, wire: Wire) -> None:
@@ -232,6 +253,7 @@ class TimeWaitPeer:
             event.id,
             "TIME_WAIT ACK",
             stale=True,
+            fresh=True,  # ip_send_unicast_reply's own skb: nothing keeps a clone
         )
         env.transmit(stale, env.link.arrival(now))
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from tfolab.model import domain
 from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Event
-from tfolab.model.loop import LockPoint, ReaderChoice, World
+from tfolab.model.loop import REPLAY_ORDERS, LockPoint, ReaderChoice, ReplayOrder, World
 from tfolab.model.predict import Accuracy, IterationPrediction, predict, segment_bands
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
@@ -66,7 +66,7 @@ class Simulation:
     # (loop.LockPoint), and the ones this timeline takes there (backlog.py)
     lock_points: tuple[LockPoint, ...] = ()
     lock_early: frozenset[ReaderChoice] = frozenset()  # LockPoint.key: the other way
-    replay_app_first: bool = False  # the replayed child's application before TIME_WAIT ends
+    replay_order: ReplayOrder = "chain-first"  # D = 0: a replayed child's application's turn
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -97,7 +97,7 @@ def simulate(
     receive_memory: ReceiveMemory = LINUX_DEFAULT,
     latest_app_first: bool = False,
     lock_early: frozenset[ReaderChoice] = frozenset(),
-    replay_app_first: bool = False,
+    replay_order: ReplayOrder = "chain-first",
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
 
@@ -105,8 +105,8 @@ def simulate(
     first (the other outcome of a D = 0 race between two processes).
     `lock_early`: the lock points (loop.py) where the woken reader takes its
     socket before its peer sends more (the other outcome of that race).
-    `replay_app_first`: at D = 0 the replayed child's application answers
-    before its SYN's softirq chain ends TIME_WAIT (loop.py, replay.py).
+    `replay_order`: at D = 0, whether the replayed child's application answers
+    before its SYN's softirq chain ends TIME_WAIT, and how (loop.ReplayOrder).
     """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
@@ -141,7 +141,7 @@ def simulate(
         app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
         latest_app_first=latest_app_first,
         lock_early=lock_early,
-        replay_app_first=replay_app_first,
+        replay_order=replay_order,
     )
     world.run()
     if world.env.beyond_domain:
@@ -165,7 +165,7 @@ def simulate(
         latest_app_first=latest_app_first,
         lock_points=tuple(world.lock_points),
         lock_early=lock_early,
-        replay_app_first=replay_app_first,
+        replay_order=replay_order,
     )
 
 
@@ -174,7 +174,7 @@ def _again(
     *,
     latest_app_first: bool | None = None,
     lock_early: frozenset[ReaderChoice] | None = None,
-    replay_app_first: bool | None = None,
+    replay_order: ReplayOrder | None = None,
 ) -> Simulation:
     """`sim` simulated again with one outcome of a D = 0 race the other way."""
     return simulate(
@@ -188,7 +188,7 @@ def _again(
         receive_memory=sim.receive_memory,
         latest_app_first=(sim.latest_app_first if latest_app_first is None else latest_app_first),
         lock_early=sim.lock_early if lock_early is None else lock_early,
-        replay_app_first=(sim.replay_app_first if replay_app_first is None else replay_app_first),
+        replay_order=sim.replay_order if replay_order is None else replay_order,
     )
 
 
@@ -201,14 +201,14 @@ def other_app_order(sim: Simulation) -> Simulation | None:
     return None if other.events == sim.events else other
 
 
-def other_replay_order(sim: Simulation) -> Simulation | None:
-    """At D = 0, a replay whose child's application answers before (or after) its SYN's
-    softirq chain ends TIME_WAIT; None with a delay, without a replay, or where the order
-    changes nothing."""
+def other_replay_orders(sim: Simulation) -> tuple[Simulation, ...]:
+    """At D = 0, the replay with its child's application taking its turn each other way
+    (loop.ReplayOrder); none with a delay, without a replay, or where the order changes
+    nothing."""
     if sim.one_way_delay_ms or not sim.config.replay_syn:
-        return None
-    other = _again(sim, replay_app_first=not sim.replay_app_first)
-    return None if other.events == sim.events else other
+        return ()
+    others = (_again(sim, replay_order=o) for o in REPLAY_ORDERS if o != sim.replay_order)
+    return tuple(other for other in others if other.events != sim.events)
 
 
 def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation:

@@ -42,7 +42,8 @@ class Wire:
     stale: bool = False
     # the window it offers, in bytes: a SYN's or SYN-ACK's as sent, later ones scaled
     window: int = 0
-    # a fresh skb cut from a GSO packet in software, not the sender's clone (rcv_space.py)
+    # a skb no sender keeps a clone of: cut from a GSO packet in software (rcv_space.py),
+    # or a TIME_WAIT socket's ACK (replay.py)
     fresh: bool = False
     # the SYN's data resent in the skb tcp_send_syn_data built (rcv_space.syn_data_truesize)
     syn_data: bool = False
