@@ -22,6 +22,9 @@ Rules:
   failing case is shrunk greedily (drop a setting, lower the delay or the
   iterations) while it keeps failing the same way, within a bounded number
   of re-runs.
+- A disagreement keeps the run's JSON (`Outcome.report`): `kernel_lines`
+  gives the kernel's packets of every scenario that disagreed, one line each,
+  so a failure seen once (in CI, say) can be read against the model offline.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class Outcome:
     seconds: float = 0.0
     # a disagreement in time alone: every one a late arrival (kind "arrival") or a band missed
     about_time_only: bool = False
+    report: dict[str, object] | None = None  # the run's JSON, where it disagreed
 
     @property
     def passed(self) -> bool:
@@ -155,7 +159,34 @@ def _judge(done: subprocess.CompletedProcess[str], timing: bool = True) -> Outco
         said or ["exit 1 with nothing said"],
         races=(named, used),
         about_time_only=about_time,
+        report=report,
     )
+
+
+MAX_KERNEL_LINES = 200
+
+
+def kernel_lines(outcome: Outcome) -> list[str]:
+    """The kernel's packets of each scenario that disagreed, one line each (at most
+    MAX_KERNEL_LINES): enough to compare with the model's timeline offline."""
+    lines: list[str] = []
+    scenarios = (outcome.report or {}).get("scenarios", [])
+    for scenario in scenarios if isinstance(scenarios, list) else []:
+        if not scenario.get("packet_disagreements") and not scenario.get("counter_diff"):
+            continue
+        lines.append(f"{scenario['name']}: the kernel's packets (ms from the first)")
+        for row in scenario.get("captured", []):
+            ack = "" if row["ack"] is None else f" ack {row['ack']}"
+            options = f" <{', '.join(row['options'])}>" if row["options"] else ""
+            lines.append(
+                f"  {row['t_ms']:10.4f} c{row['connection']} {row['sender']:6} "
+                f"{','.join(row['flags'])} seq {row['seq']}{ack} len {row['length']} "
+                f"win {row['window']}{options}"
+            )
+    if len(lines) > MAX_KERNEL_LINES:
+        cut = len(lines) - MAX_KERNEL_LINES
+        lines = [*lines[:MAX_KERNEL_LINES], f"  ... {cut} more lines"]
+    return lines
 
 
 def _check_simulate_agrees(case: Case, outcome: Outcome) -> None:

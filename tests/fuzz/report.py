@@ -3,7 +3,10 @@
 Runs N seeded cases for real (one at a time: they are timing measurements)
 and prints how many configurations, drawn from which ranges, agreed, were
 refused (grouped by reason), disagreed or crashed, with the shrunk command
-that reproduces every failure. `--json FILE` writes the same as JSON.
+that reproduces every failure and the kernel's packets of the drawn case.
+`--json FILE` writes the same as JSON; `--keep DIR` also writes each failing
+drawn case's whole `tfolab run --json` there (captured rows and the model's
+timeline), to be read offline.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ if __package__ in (None, ""):  # run as a script: make `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.fuzz import realistic
-from tests.fuzz.differential import Outcome, run_judged, shrink
+from tests.fuzz.differential import Outcome, kernel_lines, run_judged, shrink
 from tests.fuzz.space import Case, cases
 
 # Each settings space: how its cases are drawn, and how a failing one is shrunk.
@@ -46,8 +49,10 @@ def explore(
     shrinking: bool = True,
     timing: bool = True,
     space: str = "uniform",
+    keep: Path | None = None,
 ) -> dict[str, object]:
-    """Run `count` cases of `space` (SPACES) from `seed` and gather the figures."""
+    """Run `count` cases of `space` (SPACES) from `seed` and gather the figures; `keep`:
+    a folder for each failing drawn case's run JSON."""
     draw_cases, shrink_case = SPACES[space]
     started = time.monotonic()
     results: list[tuple[Case, Outcome]] = []
@@ -71,6 +76,11 @@ def explore(
                 if shrinking
                 else (case, outcome, 0)
             )
+            kept = None
+            if keep is not None and outcome.report is not None:
+                keep.mkdir(parents=True, exist_ok=True)
+                kept = keep / f"seed{seed}-case{len(results)}.json"
+                kept.write_text(json.dumps(outcome.report, indent=1))
             failures.append(
                 {
                     "kind": outcome.kind,
@@ -81,6 +91,8 @@ def explore(
                     # a shrink keeps any failure of the same kind, maybe another one:
                     # what the drawn case itself said is kept as well
                     "drawn_detail": outcome.detail[:12],
+                    "kernel": kernel_lines(outcome),
+                    "kept": None if kept is None else str(kept),
                 }
             )
     kinds = Counter(outcome.kind for _, outcome in results)
@@ -134,6 +146,10 @@ def print_figures(figures: dict[str, object]) -> None:
             print("  the drawn case itself said:")
             for line in failure["drawn_detail"]:
                 print(f"    {line}")
+        for line in failure["kernel"]:
+            print(f"  {line}")
+        if failure["kept"]:
+            print(f"  its run JSON: {failure['kept']}")
 
 
 def main(argv: list[str] | None = None, *, space: str = "uniform") -> int:
@@ -148,6 +164,7 @@ def main(argv: list[str] | None = None, *, space: str = "uniform") -> int:
         "--no-timing", action="store_true", help="judge packets and counters, not times (CI's VM)"
     )
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--keep", type=Path, help="a folder for each failing case's run JSON")
     args = parser.parse_args(argv)
     figures = explore(
         args.seed,
@@ -157,6 +174,7 @@ def main(argv: list[str] | None = None, *, space: str = "uniform") -> int:
         shrinking=not args.no_shrink,
         timing=not args.no_timing,
         space=args.space,
+        keep=args.keep,
     )
     print_figures(figures)
     if args.json:

@@ -20,7 +20,7 @@ import pytest
 from tests import reruns
 from tests.conftest import LabMachine
 from tests.environment import require_or_skip
-from tests.fuzz.differential import Outcome, _judge, run_judged, shrink
+from tests.fuzz.differential import Outcome, _judge, kernel_lines, run_judged, shrink
 from tests.fuzz.report import explore, print_figures
 from tests.fuzz.space import Case, cases, setting_names
 from tests.timing import is_timing_sentence
@@ -36,9 +36,10 @@ def _check(case: Case, outcome: Outcome) -> None:
         return
     small, small_outcome, runs = shrink(case, outcome)
     details = "\n    ".join(small_outcome.detail[:10])
+    packets = "".join(f"\n  {line}" for line in kernel_lines(outcome))
     pytest.fail(
         f"{outcome.kind}: {small.command()}\n  (shrunk in {runs} runs from: {case.command()})"
-        f"\n    {details}",
+        f"\n    {details}{packets}",
         pytrace=False,
     )
 
@@ -106,11 +107,14 @@ def test_a_shrunk_failure_also_shows_what_the_drawn_case_said(capsys) -> None:
             "shrink_runs": 3,
             "detail": ["the shrunk case's sentence"],
             "drawn_detail": ["the drawn case's sentence"],
+            "kernel": ["plain: the kernel's packets (ms from the first)"],
+            "kept": "/tmp/kept/seed1-case1.json",
         }],
     }  # fmt: skip
     print_figures(figures)
     out = capsys.readouterr().out
     assert "the shrunk case's sentence" in out and "the drawn case's sentence" in out
+    assert "plain: the kernel's packets" in out and "/tmp/kept/seed1-case1.json" in out
 
 
 def _judged(
@@ -168,3 +172,25 @@ def test_a_timing_only_disagreement_is_told_by_its_kind() -> None:
     assert _judged([LATE], ["TCPFastOpenActive +1, the model +2"], timing=False).detail == [
         "plain: TCPFastOpenActive +1, the model +2"
     ]
+
+
+def test_a_disagreement_keeps_the_kernels_packets_of_the_scenario_that_disagreed() -> None:
+    """What CI prints for a failing case is enough to read it against the model offline:
+    every packet the kernel sent in the scenario that disagreed, none of the others'."""
+    row = {"t_ms": 10.25, "connection": 1, "sender": "server", "flags": ["ACK"], "seq": 1,
+           "ack": 17, "length": 0, "options": ["TS"], "window": 64}  # fmt: skip
+    report = {
+        "scenarios": [
+            {"name": "plain", "packet_disagreements": [WINDOW], "counter_diff": [],
+             "captured": [row, {**row, "ack": None, "flags": ["RST"], "options": []}]},
+            {"name": "cookie", "packet_disagreements": [], "counter_diff": [],
+             "captured": [row]},
+        ]
+    }  # fmt: skip
+    outcome = Outcome("disagreed", ["plain: ..."], report=report)
+    assert kernel_lines(outcome) == [
+        "plain: the kernel's packets (ms from the first)",
+        "     10.2500 c1 server ACK seq 1 ack 17 len 0 win 64 <TS>",
+        "     10.2500 c1 server RST seq 1 len 0 win 64",
+    ]
+    assert kernel_lines(Outcome("crashed", ["exit 3"])) == []
