@@ -49,6 +49,18 @@ class Screen:
             assert time.monotonic() < deadline, f"no {text!r} on the screen"
             await asyncio.sleep(0.2)
 
+    async def settled(self, quiet_s: float, cap_s: float = 15) -> None:
+        """Until the session has drawn nothing new for `quiet_s` (at most `cap_s`): what
+        the last key changed is on the screen, however busy the machine is."""
+        started = quiet_since = time.monotonic()
+        drawn = len(self.text)
+        while time.monotonic() - started < cap_s:
+            await asyncio.sleep(0.05)
+            if len(self.text) != drawn:
+                drawn, quiet_since = len(self.text), time.monotonic()
+            elif time.monotonic() - quiet_since >= quiet_s:
+                return
+
 
 @contextlib.asynccontextmanager
 async def served_ui(served) -> AsyncIterator[tuple[Screen, Callable[..., Awaitable[None]]]]:
@@ -66,10 +78,14 @@ async def served_ui(served) -> AsyncIterator[tuple[Screen, Callable[..., Awaitab
 
             async def keys(*sequence: str) -> None:
                 # A key goes to the widget focused when it is handled, and a focus
-                # change is handled after the keys already sent: leave it time.
+                # change is handled after the keys already sent: each key waits until
+                # the session has drawn what the one before it did (on a busy machine a
+                # fixed pause was not enough: "200" typed into a field still focused
+                # before its tab was handled).
                 for key in sequence:
                     await websocket.send_json(["stdin", key])
-                    await asyncio.sleep(0.4 if key in ("\t", "\r", SHIFT_TAB) else 0.1)
+                    await asyncio.sleep(0.1)
+                    await screen.settled(0.4 if key in ("\t", "\r", SHIFT_TAB) else 0.15)
 
             yield screen, keys
         finally:
@@ -94,15 +110,15 @@ async def test_a_served_bench_beyond_its_budget_is_refused_before_it_starts(serv
 async def test_a_served_run_beyond_its_budget_is_refused_in_the_browser(serve, tmp_path) -> None:
     served = serve()
     async with served_ui(served) as (screen, keys):
-        await keys("\r")  # the first lab; the focus is on its first prediction
-        await screen.wait_for("preset D/RTT ms")
-        # 200 iterations at 400 ms one way: over 5 minutes in the slots.
-        await keys(*["\t"] * 5, HOME, CLEAR_RIGHT, *"400")  # the delay field
-        await screen.wait_for("D = 400 ms one way")
-        await keys(*["\t"] * 3, HOME, CLEAR_RIGHT, *"200")  # the iterations field
-        await keys("\t", "\t", *"4D", "\t", *"4D", "\r")  # predict first, as a student must
-        await keys("r")
         try:
+            await keys("\r")  # the first lab; the focus is on its first prediction
+            await screen.wait_for("preset D/RTT ms")
+            # 200 iterations at 400 ms one way: over 5 minutes in the slots.
+            await keys(*["\t"] * 5, HOME, CLEAR_RIGHT, *"400")  # the delay field
+            await screen.wait_for("D = 400 ms one way")
+            await keys(*["\t"] * 3, HOME, CLEAR_RIGHT, *"200")  # the iterations field
+            await keys("\t", "\t", *"4D", "\t", *"4D", "\r")  # predict first, as one must
+            await keys("r")
             await screen.wait_for("a served session's run may take 60 s")
         except AssertionError:
             kept = tmp_path / "served-budget-screen.txt"
