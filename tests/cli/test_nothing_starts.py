@@ -60,6 +60,9 @@ CASES = [
     (["handshake", "--labs-dir", "/nonexistent/labs"], "/nonexistent/labs does not exist"),
     (["handshake", "--pcap", "/nonexistent/x.pcap"], "the folder /nonexistent does not exist"),
     (["handshake", "--pcap", "/"], "--pcap /: that is a folder"),
+    (["handshake", "--plot", "--json"], "--json prints one JSON object: they do not combine"),
+    (["handshake", "--plot-svg", "/"], "--plot-svg /: that is a folder"),
+    (["handshake", "--plot-svg", "/nonexistent/g.svg"], "the folder /nonexistent does not exist"),
 ]
 IDS = [" ".join(args) for args, _ in CASES]
 

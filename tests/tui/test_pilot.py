@@ -222,3 +222,34 @@ async def test_the_replay_scenario_shows_the_request_delivered_twice(make_app) -
             )
         assert "RST" in text
         assert "TIME_WAIT" in text
+
+
+async def test_the_time_sequence_graph_opens_on_t_and_closes(make_app) -> None:
+    from tfolab.tui.screens.seq_graph import SeqGraphScreen, SeqPlot
+
+    app = make_app(open_lab="fastopen", open_scenario="large-data")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LabScreen)
+        await pilot.press("t")
+        assert isinstance(app.screen, SeqGraphScreen)
+        plots = list(app.screen.query(SeqPlot))
+        assert [p.graph.source for p in plots] == ["model"]  # no real run yet
+        assert plots[0].graph.sender == "server" and plots[0].graph.payload_bytes == 3000
+        title = str(app.screen.query_one("#seq-title", Static).render())
+        assert title.startswith("fastopen/large-data: connection 1, the server's data")
+        await pilot.press("t")
+        assert app.screen is screen
+
+
+async def test_the_graph_waits_for_the_predictions(make_app) -> None:
+    app = make_app(demo=False, open_lab="fastopen", open_scenario="large-data")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LabScreen)
+        screen.set_focus(None)
+        await pilot.press("t")
+        assert app.screen is screen  # the graph would show the model's answer
+        assert "Predict first" in str(screen.query_one("#banner", Static).render())

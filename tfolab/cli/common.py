@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tfolab.cli import plots
+
 if TYPE_CHECKING:
     from tfolab.lab.plan import LabPlan
 
@@ -78,6 +80,7 @@ def scenario_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the kernel's captured packets (run) or the model's predicted ones "
         "(simulate) to FILE, for tcpdump -r or Wireshark",
     )
+    plots.add_arguments(parser)
 
 
 def parse_set_options(pairs: list[str]) -> dict[str, str]:
@@ -106,4 +109,5 @@ def prepare(args: argparse.Namespace) -> LabPlan:
         from tfolab.lab.pcap import check_writable
 
         check_writable(args.pcap)  # before anything runs
+    plots.check(args)
     return plan(lab, args.scenario, args.iterations, settings, delay_ms=delay_ms)

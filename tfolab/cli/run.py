@@ -13,6 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from tfolab.cli import plots
 from tfolab.cli.common import labs_dir_argument, prepare, scenario_arguments, slots_dir_argument
 from tfolab.runner.backends import BACKEND_CHOICES
 
@@ -71,6 +72,7 @@ def handle(args: argparse.Namespace) -> int:
             print(line)
         print()
         print(report.conclusion(result))
+    plots.emit(args, lab.name, result)
     summary = summarize(result)
     for miss in summary.misses:
         print(f"tfolab: {lab.name}/{miss.scenario} {miss_words(miss)}", file=sys.stderr)

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from tfolab.cli import plots
 from tfolab.cli.common import labs_dir_argument, prepare, scenario_arguments
 
 NAME = "simulate"
@@ -40,12 +41,12 @@ def handle(args: argparse.Namespace) -> int:
         print(f"tfolab: {written} predicted packets written to {args.pcap}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
-        return 0
-    if not (args.scenario or args.ladder):
+    elif not (args.scenario or args.ladder):
         print(report.simulation_summary(lab, result))
-        return 0
-    for scenario in result.scenarios:
-        print(report.scenario_heading(lab, scenario))
-        print(render_ladder(scenario.simulation))
-        print()
+    else:
+        for scenario in result.scenarios:
+            print(report.scenario_heading(lab, scenario))
+            print(render_ladder(scenario.simulation))
+            print()
+    plots.emit(args, lab.name, result)
     return 0

@@ -42,16 +42,17 @@ _FLAG_BITS = {
 }
 
 
-def check_writable(path: str) -> Path:
-    """The pcap path, or UserError before anything starts when it cannot be written."""
+def check_writable(path: str, flag: str = "--pcap", example: str = "run.pcap") -> Path:
+    """An output file's path (`flag`'s), or UserError before anything starts when it
+    cannot be written."""
     target = Path(path).expanduser()
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
-        raise UserError(f"--pcap {path}: that is a folder", "give a file name, e.g. run.pcap")
+        raise UserError(f"{flag} {path}: that is a folder", f"give a file name, e.g. {example}")
     if not folder.is_dir():
-        raise UserError(f"--pcap {path}: the folder {folder} does not exist", "create it first")
+        raise UserError(f"{flag} {path}: the folder {folder} does not exist", "create it first")
     if not os.access(target if target.exists() else folder, os.W_OK):
-        raise UserError(f"--pcap {path}: not writable by this user", "choose another path")
+        raise UserError(f"{flag} {path}: not writable by this user", "choose another path")
     return target
 
 

@@ -98,6 +98,7 @@ class LabScreen(Screen[None]):
         Binding("i", "jump", "Iteration"),
         Binding("w", "save_pcap", "Save pcap", show=False),
         Binding("g", "guide", "Guide"),
+        Binding("t", "seq_graph", "Seq graph", show=False),
         Binding("s", "toggle_side", "Panel", show=False),
         Binding("escape", "back", "Back"),
     ]
@@ -408,6 +409,24 @@ class LabScreen(Screen[None]):
         from tfolab.tui.screens.guide import GuideScreen
 
         self.app.push_screen(GuideScreen(self.lab, reveal=tfolab_app(self).predictions.demo))
+
+    def action_seq_graph(self) -> None:
+        """The time-sequence graph of the scenario's busiest direction: the model's, and
+        the kernel's after a real run."""
+        if self.predicting:
+            self._banner("Predict first: the graph shows the model's answer.", "off")
+            return
+        from tfolab.view.seq_report import scenario_graph
+
+        row = None
+        if self.result is not None and self.result.scenarios:
+            row = scenario_graph(self.lab.name, self.result.scenarios[0])
+        if row is None:
+            self._banner("No graph: no segment of this scenario carries data.", "off")
+            return
+        from tfolab.tui.screens.seq_graph import SeqGraphScreen
+
+        self.app.push_screen(SeqGraphScreen(row))
 
     def action_toggle_side(self) -> None:
         side = self.query_one("#lab-side")
