@@ -8,9 +8,9 @@ from tests.model.scenarios import scenario
 from tfolab.lab.packet_rows import Row, model_rows
 from tfolab.model import simulate
 from tfolab.model.options import Mss, Timestamps, WindowScale
-from tfolab.view.seq_graph import Bar, Step, busiest_direction, seq_graph
-from tfolab.view.seq_plot import plot_text, step_points
-from tfolab.view.seq_svg import GraphRow, svg_document
+from tfolab.view.seq_graph import Bar, GraphRow, Step, busiest_direction, seq_graph, step_points
+from tfolab.view.seq_plot import plot_text
+from tfolab.view.seq_svg import svg_document
 
 SVG = "{http://www.w3.org/2000/svg}"
 

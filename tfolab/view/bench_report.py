@@ -9,11 +9,11 @@ strings (`plt.build()`), for the CLI; the UI's widget draws the same series
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import plotext as plt
 
 from tfolab.lab.bench import BUNDLED, MODES, BenchResult, BenchRow
+from tfolab.view.plot_target import PlotTarget
 
 
 def _ms(value: float) -> str:
@@ -114,19 +114,6 @@ def closing(result: BenchResult) -> list[str]:
             "at D = 0; at D = 0 it is that CPU term alone"
         )
     return lines
-
-
-class PlotTarget(Protocol):
-    """What the drawing functions use of a plotext figure: the plotext module itself,
-    or a textual-plotext PlotextPlot's `plt`."""
-
-    def plot(self, *args: Any, **kwargs: Any) -> Any: ...
-    def hist(self, *args: Any, **kwargs: Any) -> Any: ...
-    def xticks(self, *args: Any, **kwargs: Any) -> Any: ...
-    def hline(self, *args: Any, **kwargs: Any) -> Any: ...
-    def title(self, *args: Any, **kwargs: Any) -> Any: ...
-    def xlabel(self, *args: Any, **kwargs: Any) -> Any: ...
-    def ylabel(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 # One marker per series, so the plots read without colours too.

@@ -13,6 +13,8 @@ Rules:
 - Times are from the connection's first segment, on that side's own clock:
   the model's graph and the kernel's share an origin whatever the host did
   between connections. Sequence numbers are relative (each ISN is 0).
+- The geometry both pictures share (the axes' `limits`, `ticks`, a step line's
+  corners) is here, so the SVG needs no plotext.
 """
 
 from __future__ import annotations
@@ -137,3 +139,42 @@ def _peer_shift(rows: Sequence[Row], sender: Side) -> int:
                 shifts[row.sender] = scale.shift
     peer: Side = "server" if sender == "client" else "client"
     return shifts[peer] if len(shifts) == 2 else 0
+
+
+@dataclass(frozen=True)
+class GraphRow:
+    """What a scenario draws: a heading, the model's graph, and the kernel's (None: the
+    model alone, as `simulate` has it)."""
+
+    heading: str
+    model: SeqGraph
+    kernel: SeqGraph | None
+
+
+def step_points(steps: Sequence[Step], until_ms: float) -> tuple[list[float], list[float]]:
+    """A step line's corners: each value holds until the next one, the last until `until_ms`."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for step, after in zip(steps, [*steps[1:], None], strict=True):
+        end = after.t_ms if after is not None else max(until_ms, step.t_ms)
+        xs += [step.t_ms, end]
+        ys += [float(step.value), float(step.value)]
+    return xs, ys
+
+
+WINDOW_IN_VIEW = 3  # the window's edge is drawn in range while within 3x the data's top
+
+
+def limits(graphs: Sequence[SeqGraph]) -> tuple[float, float]:
+    """The shared x and y ranges: the latest time, and the data's top (the highest byte
+    sent or acknowledged), or the window's edge where that is not far above it (else
+    the edge leaves the picture: a window far larger than the data)."""
+    last = max((g.last_ms for g in graphs), default=0.0)
+    data_top = max((g.data_top for g in graphs), default=0)
+    edge = max((g.highest for g in graphs), default=0)
+    top = edge if edge <= WINDOW_IN_VIEW * data_top else data_top
+    return max(last, 1e-3) * 1.05, max(top, 1) * 1.05
+
+
+def ticks(limit: float, count: int = 5) -> list[float]:
+    return [limit * k / count for k in range(count + 1)]

@@ -10,54 +10,12 @@ textual-plotext widget's `plt`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
-
 import plotext as plt
 
-from tfolab.view.seq_graph import SeqGraph, Step
+from tfolab.view.plot_target import PlotTarget
+from tfolab.view.seq_graph import SeqGraph, limits, step_points, ticks
 
 MARKERS = {"segment": "█", "ack": "•", "window": "·"}
-
-
-class PlotTarget(Protocol):
-    def plot(self, *args: Any, **kwargs: Any) -> Any: ...
-    def title(self, *args: Any, **kwargs: Any) -> Any: ...
-    def xlabel(self, *args: Any, **kwargs: Any) -> Any: ...
-    def ylabel(self, *args: Any, **kwargs: Any) -> Any: ...
-    def xlim(self, *args: Any, **kwargs: Any) -> Any: ...
-    def ylim(self, *args: Any, **kwargs: Any) -> Any: ...
-    def xticks(self, *args: Any, **kwargs: Any) -> Any: ...
-    def yticks(self, *args: Any, **kwargs: Any) -> Any: ...
-
-
-def step_points(steps: Sequence[Step], until_ms: float) -> tuple[list[float], list[float]]:
-    """A step line's corners: each value holds until the next one, the last until `until_ms`."""
-    xs: list[float] = []
-    ys: list[float] = []
-    for step, after in zip(steps, [*steps[1:], None], strict=True):
-        end = after.t_ms if after is not None else max(until_ms, step.t_ms)
-        xs += [step.t_ms, end]
-        ys += [float(step.value), float(step.value)]
-    return xs, ys
-
-
-WINDOW_IN_VIEW = 3  # the window's edge is drawn in range while within 3x the data's top
-
-
-def limits(graphs: Sequence[SeqGraph]) -> tuple[float, float]:
-    """The shared x and y ranges: the latest time, and the data's top (the highest byte
-    sent or acknowledged), or the window's edge where that is not far above it (else
-    the edge leaves the picture: a window far larger than the data)."""
-    last = max((g.last_ms for g in graphs), default=0.0)
-    data_top = max((g.data_top for g in graphs), default=0)
-    edge = max((g.highest for g in graphs), default=0)
-    top = edge if edge <= WINDOW_IN_VIEW * data_top else data_top
-    return max(last, 1e-3) * 1.05, max(top, 1) * 1.05
-
-
-def ticks(limit: float, count: int = 5) -> list[float]:
-    return [limit * k / count for k in range(count + 1)]
 
 
 def draw(p: PlotTarget, graph: SeqGraph, x_max: float, y_max: float) -> None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from tfolab.lab.packet_rows import captured_rows, model_rows
 from tfolab.lab.results import LabResult, ScenarioResult
-from tfolab.view.seq_graph import busiest_direction, seq_graph
-from tfolab.view.seq_svg import GraphRow
+from tfolab.view.seq_graph import GraphRow, busiest_direction, seq_graph
 
 
 def scenario_graph(lab_name: str, scenario: ScenarioResult) -> GraphRow | None:

@@ -2,7 +2,7 @@
 
 Rules: presentation only, no I/O: `svg_document` returns the text. One row
 per scenario, the model's graph on the left and the kernel's on the right,
-on the same axes (seq_plot.limits) so the two read as one comparison. Bars
+on the same axes (seq_graph.limits) so the two read as one comparison. Bars
 are segments, the green step line the peer's ACKs, the orange one its
 window's right edge. Every text is escaped.
 """
@@ -10,24 +10,15 @@ window's right edge. Every text is escaped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from html import escape
 
-from tfolab.view.seq_graph import SeqGraph
-from tfolab.view.seq_plot import limits, step_points
+from tfolab.view.seq_graph import GraphRow, SeqGraph, limits, step_points
 
 PANEL_W, PANEL_H = 520, 340
 LEFT, RIGHT, TOP, BOTTOM = 78, 16, 46, 44  # margins inside a panel
 HEADING_H = 30
 TICKS = 5
 COLORS = {"segment": "#1f5fbf", "ack": "#2e8b57", "window": "#d2691e", "axis": "#444"}
-
-
-@dataclass(frozen=True)
-class GraphRow:
-    heading: str  # the scenario and what is drawn
-    model: SeqGraph
-    kernel: SeqGraph | None  # None: the model alone (simulate)
 
 
 def svg_document(rows: Sequence[GraphRow]) -> str:

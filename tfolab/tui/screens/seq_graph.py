@@ -18,9 +18,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from tfolab.view.seq_graph import SeqGraph
-from tfolab.view.seq_plot import draw, limits
-from tfolab.view.seq_svg import GraphRow
+from tfolab.view.seq_graph import GraphRow, SeqGraph, limits
+from tfolab.view.seq_plot import draw
 
 
 class SeqPlot(PlotextPlot):
