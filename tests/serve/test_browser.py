@@ -3,11 +3,14 @@ then another browser types the same name and runs it too, and `tfolab grade` giv
 browser (its own cookie, its own identity) a row of its own, both flagged.
 
 Playwright drives the system's /usr/bin/chromium (no browser download). The
-page's terminal draws on a canvas, so the test reads what the page received
-over its websocket (the UI's output, escape sequences stripped) and checks that
-the values the run saved for the class (serve --results) were shown there. A
-screenshot is saved as an artifact: in $TFOLAB_ARTIFACTS_DIR if set, else in
-pytest's tmp folder; its path is printed.
+page's terminal draws on a canvas, so the test keeps what the page received
+over its websocket (the UI's output) and renders it with a terminal emulator
+(pyte) into the screen the page shows; it checks that the values the run saved
+for the class (serve --results) are on that screen. The raw stream is not
+searched: a redraw may write a line in pieces, so a value can be on the screen
+without being contiguous in the stream. A screenshot is saved as an artifact:
+in $TFOLAB_ARTIFACTS_DIR if set, else in pytest's tmp folder; its path is
+printed.
 
 Needs a lab namespace and a delay backend; measures for real (run it under the
 machine's timing lock, as the other real-run tests).
@@ -17,18 +20,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+import pyte
 import pytest
 
 from tests.conftest import run_tfolab
 from tests.environment import require_or_skip
-
-pytestmark = pytest.mark.root
 
 CHROMIUM = "/usr/bin/chromium"
 # Wraps WebSocket before the page's script runs: keeps the text the UI sent.
@@ -49,7 +50,9 @@ KEEP_RECEIVED = """
   window.WebSocket.prototype = Native.prototype;
 })();
 """
-ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
+# Wider and taller than any page the test opens: the UI positions every line
+# absolutely, so a larger emulated screen shows the same text at the same places.
+SCREEN_COLUMNS, SCREEN_LINES = 400, 150
 
 
 def _artifacts(tmp_path: Path) -> Path:
@@ -58,6 +61,7 @@ def _artifacts(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.root
 def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp_path) -> None:
     if not Path(CHROMIUM).exists():
         require_or_skip("chromium", f"no {CHROMIUM} (Debian: apt-get install chromium)")
@@ -83,7 +87,7 @@ def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp
             # The run is saved before the screen repaints: wait for the repaint that
             # draws each measured value and the banner's verdict.
             expected = [f"{value:.1f}" for value in values] + ["all in the predicted band"]
-            received = _wait_for_text(page, expected, 30)
+            shown = _wait_for_screen(page, expected, 30)
             shot = _artifacts(tmp_path) / "tfolab-serve-real-run.png"
             page.screenshot(path=str(shot))
             print(f"\nscreenshot of the served real run: {shot}")
@@ -91,12 +95,12 @@ def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp
             other = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
             _predict_and_run(other, url, "Ada L", folder, tmp_path, runs_before=1)
             browser.close()
-        missing = [text for text in expected if text not in received]
+        missing = [text for text in expected if text not in shown]
         if missing:
-            dump = _artifacts(tmp_path) / "tfolab-serve-received.txt"
-            dump.write_text(received)
-            print(f"\nwhat the page received (escapes stripped): {dump}")
-        assert not missing, (missing, received[-2000:])
+            dump = _artifacts(tmp_path) / "tfolab-serve-screen.txt"
+            dump.write_text(shown)
+            print(f"\nthe page's screen, rendered from what it received: {dump}")
+        assert not missing, (missing, shown)
         assert shot.stat().st_size > 10_000
         _the_name_counts_twice(folder, "Ada L")
     finally:
@@ -146,14 +150,33 @@ def _the_name_counts_twice(folder: Path, name: str) -> None:
     assert all(row["sessions_with_name"] == 2 for row in rows)
 
 
-def _wait_for_text(page, expected: list[str], timeout_s: float) -> str:
-    """What the page received once every expected text is in it, or at the timeout."""
+def _wait_for_screen(page, expected: list[str], timeout_s: float) -> str:
+    """The page's screen once every expected text is on it, or at the timeout."""
     deadline = time.monotonic() + timeout_s
     while True:
-        received = ESCAPES.sub("", "".join(page.evaluate("window.__received")))
-        if all(text in received for text in expected) or time.monotonic() > deadline:
-            return received
+        shown = rendered("".join(page.evaluate("window.__received")))
+        if all(text in shown for text in expected) or time.monotonic() > deadline:
+            return shown
         page.wait_for_timeout(500)
+
+
+def rendered(received: str) -> str:
+    """The screen a terminal shows after `received`: its lines, trailing blanks cut."""
+    screen = pyte.Screen(SCREEN_COLUMNS, SCREEN_LINES)
+    pyte.Stream(screen).feed(received)
+    lines = [line.rstrip() for line in screen.display]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+def test_the_screen_is_judged_rendered_not_as_a_stream() -> None:
+    """A value written in two pieces (a redraw) is on the screen, not in the stream."""
+    pieces = "\x1b[?1049h\x1b[3;10Hmeasured 4\x1b[1;1Hother\x1b[3;20H0.5 ms"
+    assert "40.5" not in pieces
+    assert "measured 40.5 ms" in rendered(pieces)
+    overwritten = "\x1b[2;1H40.6\x1b[2;4H5"
+    assert "40.5" in rendered(overwritten) and "40.6" not in rendered(overwritten)
 
 
 def _attempts(folder: Path) -> list[Path]:
