@@ -33,7 +33,7 @@ extern "C" {
 #define TFL_API
 #endif
 
-#define TFL_ABI_VERSION 3
+#define TFL_ABI_VERSION 4
 
 /* Limits (documented in --help of the executables). */
 #define TFL_HOST_MAX 64                  /* host / bind address, incl. NUL  */
@@ -53,13 +53,14 @@ enum tfl_fastopen {
 };
 
 enum tfl_pattern {
-    TFL_PATTERN_RR = 0,  /* write one request (payload_bytes, ends in '\n'), read the echo */
+    TFL_PATTERN_RR = 0,  /* write one request (payload_bytes, ends in '\n'), read the answer */
     TFL_PATTERN_WWR = 1  /* write first_write_bytes, write second_write_bytes (ends in '\n'), read */
 };
 
 enum tfl_server_mode {
     TFL_MODE_ECHO = 0,  /* echo bytes as they come                         */
-    TFL_MODE_LINE = 1,  /* echo each complete '\n'-terminated line         */
+    TFL_MODE_LINE = 1,  /* answer each complete '\n'-terminated line: its echo,
+                           or a line of response_bytes (tfl_fill_line)    */
     TFL_MODE_HTTP = 2   /* answer each HTTP/1.x request with 200 OK        */
 };
 
@@ -78,7 +79,9 @@ struct tfl_client_config {
     int32_t iterations;          /* requests (rr) or rounds (wwr) per connection */
     int32_t connections;         /* fresh connections, one after the other    */
     int32_t timeout_ms;          /* bound on every blocking call              */
-    int32_t reserved;            /* 0 */
+    int32_t response_bytes;      /* 0: read the echo of what was written; N: the
+                                    server (line mode, --response-bytes N) answers
+                                    each line with tfl_fill_line's N bytes      */
     char congestion[TFL_CC_MAX]; /* TCP_CONGESTION before connecting; "" = the default */
 };
 
@@ -108,6 +111,8 @@ struct tfl_server_config {
     int32_t quickack;              /* TCP_QUICKACK=1 before every read       */
     int32_t nodelay;               /* TCP_NODELAY on accepted sockets        */
     int32_t max_conns;             /* return after N connections closed, 0 = forever */
+    int32_t response_bytes;        /* line mode: 0 echoes each line; N answers each
+                                      line with tfl_fill_line's N bytes (1..TFL_MAX_PAYLOAD) */
     char congestion[TFL_CC_MAX];   /* TCP_CONGESTION on the listener (its children inherit
                                       it); "" = the namespace's default */
 };
@@ -129,6 +134,10 @@ TFL_API size_t tfl_sizeof_client_config(void);
 TFL_API size_t tfl_sizeof_sample(void);
 TFL_API size_t tfl_sizeof_server_config(void);
 TFL_API size_t tfl_sizeof_server_stats(void);
+
+/* A line of len bytes, as the client's request and the server's answer are:
+ * 'a'..'z' repeated, the last byte '\n'. */
+TFL_API void tfl_fill_line(char *buf, size_t len);
 
 /* CLOCK_MONOTONIC in nanoseconds, the clock of every timestamp. */
 TFL_API int64_t tfl_now_ns(void);

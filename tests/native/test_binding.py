@@ -36,11 +36,14 @@ def test_library_loads_with_matching_abi_and_struct_sizes() -> None:
     assert lib.tfl_abi_version() == native.ABI_VERSION
     assert lib.tfl_sizeof_client_config() == ctypes.sizeof(native.CClientConfig) == 136
     assert lib.tfl_sizeof_sample() == ctypes.sizeof(native.CSample) == 120
-    assert lib.tfl_sizeof_server_config() == ctypes.sizeof(native.CServerConfig) == 104
+    assert lib.tfl_sizeof_server_config() == ctypes.sizeof(native.CServerConfig) == 108
     assert lib.tfl_sizeof_server_stats() == ctypes.sizeof(native.CServerStats) == 32
     assert lib.tfl_errno_name(111) == b"ECONNREFUSED"
     assert lib.tfl_errno_name(4242) == b"E4242"
     assert lib.tfl_now_ns() > 0
+    line = ctypes.create_string_buffer(30)
+    lib.tfl_fill_line(line, 28)
+    assert line.raw[:28] == b"abcdefghijklmnopqrstuvwxyza\n"  # the request's and the answer's
 
 
 def test_a_library_without_the_api_is_reported_stale() -> None:

@@ -297,3 +297,47 @@ def test_the_servers_connections_run_the_congestion_control_it_was_given() -> No
     if missing:
         require_or_skip("iproute2", missing)
     assert " cubic " in f" {shown} ", shown
+
+
+def _response_bytes_body() -> tuple[list[dict[str, Any]], subprocess.CompletedProcess[str]]:
+    with echo_server("--mode", "line", "--response-bytes", "5000") as (_, port):
+        target = f"127.0.0.1:{port}"
+        done = client("--connect", target, "--response-bytes", "5000", "--json",
+                      "--payload", "20", "--iterations", "2", "--connections", "2")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            raw.sendall(b"two\nlines\n")
+            answer = b""
+            while len(answer) < 10_000:
+                chunk = raw.recv(65536)
+                assert chunk, answer[-50:]
+                answer += chunk
+        echo_expected = client("--connect", target, "--payload", "20", "--json")
+    line = bytes(ord("a") + k % 26 for k in range(4999)) + b"\n"
+    assert answer == line + line  # each line answered with the same 5000 bytes
+    return json.loads(done.stdout)["samples"], echo_expected
+
+
+def test_the_server_answers_each_line_with_response_bytes() -> None:
+    """--response-bytes N: every line gets N bytes ('a'..'z' repeated, then '\\n'), whatever
+    its length; a client expecting the echo sees the wrong answer and says so."""
+    samples, echo_expected = run_in_netns(_response_bytes_body)
+    assert len(samples) == 4 and all(s["error"] is None for s in samples), samples
+    assert all(s["round_ms"] > 0 and s["first_byte_ms"] > 0 for s in samples)
+    assert echo_expected.returncode == 1
+    assert "verify" in echo_expected.stdout + echo_expected.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "flags", "says"),
+    [
+        ("tfo-echo-server", ["--mode", "echo", "--response-bytes", "10"], "add --mode line"),
+        ("tfo-echo-server", ["--response-bytes", "0"], "--response-bytes"),
+        ("tfo-echo-client", ["--connect", "127.0.0.1:9", "--response-bytes", "1048577"],
+         "--response-bytes"),
+    ],
+)  # fmt: skip
+def test_response_bytes_out_of_range_is_refused(name: str, flags: list[str], says: str) -> None:
+    done = run([str(native.executable_path(name)), *flags])
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr

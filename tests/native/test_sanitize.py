@@ -89,6 +89,15 @@ def _sanitized_session(build: Path) -> None:
                 pass
         code, err = stop(server)
         assert code == 0 and no_sanitizer_report(err), err
+    with echo_server(
+        "--mode", "line", "--response-bytes", "1048576", executable=server_exe, env=env
+    ) as (server, port):  # fmt: skip
+        target = f"127.0.0.1:{port}"
+        client("--connect", target, "--response-bytes", "1048576", "--iterations", "2")
+        client("--connect", target, "--pattern", "wwr", "--response-bytes", "1048576")
+        client("--connect", target, "--response-bytes", "1000", "--json", code=1)  # too short
+        code, err = stop(server)
+        assert code == 0 and no_sanitizer_report(err), err
 
     http_count, _, same, err = pipelined_body(server_exe, env)
     assert http_count == 2000 and same and no_sanitizer_report(err), err

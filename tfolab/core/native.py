@@ -37,7 +37,7 @@ __all__ = [
     "run_client",
 ]
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 HOST_MAX = 64
 CC_MAX = 16  # TFL_CC_MAX: a congestion control name, incl. NUL
 MAX_PAYLOAD = 1024 * 1024
@@ -76,7 +76,7 @@ class CClientConfig(ctypes.Structure):
         ("iterations", ctypes.c_int32),
         ("connections", ctypes.c_int32),
         ("timeout_ms", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
+        ("response_bytes", ctypes.c_int32),
         ("congestion", ctypes.c_char * CC_MAX),
     ]
 
@@ -113,6 +113,7 @@ class CServerConfig(ctypes.Structure):
         ("quickack", ctypes.c_int32),
         ("nodelay", ctypes.c_int32),
         ("max_conns", ctypes.c_int32),
+        ("response_bytes", ctypes.c_int32),
         ("congestion", ctypes.c_char * CC_MAX),
     ]
 
@@ -137,6 +138,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "tfl_sizeof_server_config": (ctypes.c_size_t, []),
     "tfl_sizeof_server_stats": (ctypes.c_size_t, []),
     "tfl_now_ns": (ctypes.c_int64, []),
+    "tfl_fill_line": (None, [ctypes.c_char_p, ctypes.c_size_t]),
     "tfl_errno_name": (ctypes.c_char_p, [ctypes.c_int]),
     "tfl_client_config_init": (None, [_P(CClientConfig)]),
     "tfl_client_validate": (ctypes.c_int, [_P(CClientConfig), ctypes.c_char_p, ctypes.c_size_t]),
@@ -198,6 +200,7 @@ class ClientOptions:
     payload_bytes: int = 16
     first_write_bytes: int = 10
     second_write_bytes: int = 6
+    response_bytes: int = 0  # 0: read the echo; N: a server with --response-bytes N
     iterations: int = 1
     connections: int = 1
     timeout_ms: int = 5000
@@ -235,6 +238,12 @@ class Sample:
         """Connect start (later iterations: their first write) to the first response byte."""
         start = self.connect_start_ns or (self.write_ns[0] if self.write_ns else 0)
         return _ms(start, self.first_byte_ns)
+
+    @property
+    def last_byte_ms(self) -> float:
+        """Connect start (later iterations: their first write) to the last response byte."""
+        start = self.connect_start_ns or (self.write_ns[0] if self.write_ns else 0)
+        return _ms(start, self.last_byte_ns)
 
     @property
     def round_ms(self) -> float:
@@ -340,6 +349,7 @@ def _config(lib: ctypes.CDLL, options: ClientOptions) -> CClientConfig:
         "payload_bytes": options.payload_bytes,
         "first_write_bytes": options.first_write_bytes,
         "second_write_bytes": options.second_write_bytes,
+        "response_bytes": options.response_bytes,
         "iterations": options.iterations,
         "connections": options.connections,
         "timeout_ms": options.timeout_ms,

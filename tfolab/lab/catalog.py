@@ -1,7 +1,8 @@
 """The lab catalogue: read `*.toml` lab files into Lab and LabScenario objects.
 
-A lab file has a `[lab]` table (name, title, summary, guide, order, headline),
-a `[defaults]` table of scenario settings, and `[[scenario]]` tables (name,
+A lab file has a `[lab]` table (name, title, summary, guide, order, headline,
+headline_last_byte), a `[defaults]` table of scenario settings, and
+`[[scenario]]` tables (name,
 summary, iterations, predict: the headline quantities a student predicts, see
 tfolab.lab.quantities; and any further scenario settings); its schema is
 tfolab.lab.lab_file's. Settings are the fields of
@@ -65,6 +66,13 @@ class Lab:
     guide_path: Path
     source: Path
     scenarios: tuple[LabScenario, ...]
+    headline_last_byte: str = ""
+
+    def headline_for(self, config: ScenarioConfig) -> str:
+        """What the headline measures in a scenario of this config (model/apps.py's rule)."""
+        if config.response_bytes and self.headline_last_byte:
+            return self.headline_last_byte
+        return self.headline
 
     def scenario(self, name: str) -> LabScenario:
         for scenario in self.scenarios:
@@ -267,6 +275,7 @@ def _lab(path: Path, file: LabFile) -> Lab:
         title=lab.name if lab.title is None else lab.title,
         summary=lab.summary,
         headline=lab.headline,
+        headline_last_byte=lab.headline_last_byte,
         order=lab.order,
         guide_path=path.parent / guide,
         source=path,

@@ -37,6 +37,9 @@ class LabTable(Struct, frozen=True, forbid_unknown_fields=True):
     guide: str | None = None
     order: int = 100
     headline: str = ""
+    # The headline where it runs to the answer's last byte (response_bytes set);
+    # "" where `headline` already says so.
+    headline_last_byte: str = ""
 
 
 class ScenarioTable(Struct, frozen=True, forbid_unknown_fields=True):

@@ -6,8 +6,9 @@ Rules (they mirror native/src/lib/client.c and server.c):
   close(). wwr: connect(), then per round [TCP_CORK on] write(first,
   [MSG_MORE]) write(second) [TCP_CORK off] (or one write), read the echo.
 - The server is epoll-driven: when a connection is readable it optionally sets
-  TCP_QUICKACK, makes one recv() of everything queued, and sends back every
-  complete line; on end of file it closes.
+  TCP_QUICKACK, makes one recv() of everything queued, and answers every
+  complete line (its echo, or a line of response_bytes); on end of file it
+  closes.
 - Applications take no time: they run at the instant the kernel wakes them,
   after the kernel has finished with the segment that woke them and with
   every other segment arriving in the same instant (a burst sent back to back
@@ -16,7 +17,8 @@ Rules (they mirror native/src/lib/client.c and server.c):
   whose next read returns what it copied there with what came after.
 - The client records each iteration's headline start and end events:
   rr: connect()/sendto() -> first response byte (later rounds on a kept
-  connection: write -> first byte); wwr: first write -> last byte of the echo.
+  connection: write -> first byte), or its last byte where response_bytes is
+  set; wwr: first write -> last byte of the answer.
 - The client script moves through ClientPhase: IDLE, CONNECTING (its first
   call blocks until the handshake ends), READING (rounds of write and read),
   DONE (closed). The scripts act on the socket through TcpEndpoint's calls
@@ -178,9 +180,12 @@ class ClientScript:
     def _next_request(self) -> bytes:
         line = line_bytes(self.config.request_bytes, self.iteration + 3 * len(self.sent_lines))
         self.sent_lines.append(line)
-        self.expected = line
-        self.got = 0
+        self._expect(len(line))
         return line
+
+    def _expect(self, message_bytes: int) -> None:
+        self.expected = line_bytes(self.config.answer_bytes(message_bytes), self.iteration)
+        self.got = 0
 
     @property
     def connect_returns(self) -> bool:
@@ -240,7 +245,7 @@ class ClientScript:
             return
         line = line_bytes(cfg.first_write_bytes + cfg.second_write_bytes, self.iteration)
         self.sent_lines.append(line)
-        self.expected, self.got = line, 0
+        self._expect(len(line))
         self._calls(now, caused_by, self._round_calls(line))
 
     def _round_calls(self, line: bytes) -> list[Callable[[int, int | None], int]]:
@@ -337,11 +342,11 @@ class ClientScript:
         event = self.call(now, "read", detail, "the client reads the response", caused_by)
         self.got += len(self.ep.app_read(now, event))
         headline = self.headline()
-        if self.config.pattern == "rr" and before == 0:
+        if not self.config.headline_to_last_byte and before == 0:
             headline.end_id = event
         if self.got < len(self.expected):
             return
-        if self.config.pattern == "wwr":
+        if self.config.headline_to_last_byte:
             headline.end_id = event
         if self.round_index + 1 < len(self.rounds):
             self.round_index += 1
@@ -449,6 +454,9 @@ class ServerScript:
             self.waiting_note = False
             if self.app is not None:
                 self.app["requests"] += 1
+            if self.config.response_bytes:
+                name = "response"
+                line = line_bytes(self.config.response_bytes, len(line))
             write = self.call(
                 now, "write", f"{len(line)} B", f"a whole line arrived: send the {name}", caused_by
             )

@@ -7,9 +7,10 @@ packet; outside it, `refusal()` names what the model lacks, so a run or a
 simulation is refused up front instead of silently mispredicted.
 
 Rules (each the reason the kernel would leave the model's world):
-- A message (a request, its echo, or the two writes of a round) fits in the
-  initial congestion window: at most TCP_INIT_CWND (10) segments of the MSS
-  in use (tcp_init_cwnd, tcp_cwnd_test in tcp_write_xmit). More takes slow
+- A message (a request, the two writes of a round, or the server's answer:
+  their echo or response_bytes) fits in the initial congestion window: at
+  most TCP_INIT_CWND (10) segments of the MSS in use (tcp_init_cwnd,
+  tcp_cwnd_test in tcp_write_xmit). More takes slow
   start: one more round trip per doubling.
 - It fits in the receiver's first advertised window (tcp_select_initial_window:
   the SYN's or SYN-ACK's unscaled window), or tcp_snd_wnd_test holds the rest
@@ -88,13 +89,19 @@ def first_window(mtu: int, receive_memory: ReceiveMemory, wscale: int) -> int:
     return min(windows)
 
 
-def message_bytes(config: ScenarioConfig) -> tuple[str, int]:
-    """The largest message one side sends at once: (its name, its bytes)."""
+def messages(config: ScenarioConfig) -> list[tuple[str, int]]:
+    """What each side sends per round, as (its setting's name, its bytes): the client's
+    message, then the server's answer where it is not the echo."""
     if config.pattern == "wwr":
-        return "first_write_bytes + second_write_bytes", (
-            config.first_write_bytes + config.second_write_bytes
+        sent = (
+            "first_write_bytes + second_write_bytes",
+            (config.first_write_bytes + config.second_write_bytes),
         )
-    return "request_bytes", config.request_bytes
+    else:
+        sent = "request_bytes", config.request_bytes
+    if config.response_bytes:
+        return [sent, ("response_bytes", config.response_bytes)]
+    return [sent]
 
 
 def autotuning_space(mtu: int, receive_memory: ReceiveMemory, wscale: int) -> int:
@@ -110,7 +117,22 @@ def refusal(
     iterations: int = 1,
 ) -> str | None:
     """Why the model cannot predict this scenario at this delay; None inside its domain."""
-    name, size = message_bytes(config)
+    for name, size in messages(config):
+        reason = _message_refusal(config, name, size, receive_memory, wscale, iterations)
+        if reason:
+            return reason
+    return _timer_refusal(config, delay_ms)
+
+
+def _message_refusal(
+    config: ScenarioConfig,
+    name: str,
+    size: int,
+    receive_memory: ReceiveMemory,
+    wscale: int,
+    iterations: int,
+) -> str | None:
+    """Why one side's message of `size` bytes leaves the domain (the windows), or None."""
     mss = mss_in_use(config.mtu)
     segments = math.ceil(size / mss)
     if segments > TCP_INIT_CWND:
@@ -138,6 +160,11 @@ def refusal(
                 f"{AUTOTUNING_ISSUE}; the model predicts up to {space} bytes per connection "
                 f"here"
             )
+    return None
+
+
+def _timer_refusal(config: ScenarioConfig, delay_ms: float) -> str | None:
+    """Why the delay puts a retransmission timer in the capture, or None."""
     if config.replay_syn and delay_ms > MAX_REPLAY_DELAY_MS:
         return (
             f"replay_syn at a delay of {delay_ms:g} ms: the replayed SYN's child is never "

@@ -320,7 +320,7 @@ def push(
     sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
     while sock.unsent and sock.can_send_data():
         if in_skb == 0:
-            quota = pacing.cwnd_quota(sock.packets_out)
+            quota = pacing.cwnd_quota(sock.cwnd_packets_out)
             if quota == 0:
                 sock.env.beyond_domain.append(_CWND_FULL)
                 break
@@ -391,7 +391,7 @@ def push(
             sock.snd_sml = seq + n  # tcp_minshall_update
         force_first = False
         sent = True
-    sock.max_packets_out = max(sock.max_packets_out, sock.packets_out)  # tcp_cwnd_validate
+    sock.max_packets_out = max(sock.max_packets_out, sock.cwnd_packets_out)  # tcp_cwnd_validate
     if not sock.unsent and sock.fin_requested and not sock.fin_sent:
         _send_fin(sock, now, cause, caused_by)
         sent = True

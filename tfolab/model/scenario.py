@@ -49,10 +49,11 @@ class ScenarioConfig:
     # --- the application script -------------------------------------------
     # "rr": request/response. The client sends one request line of
     #       request_bytes (ending in '\n'); the server (line mode) answers with
-    #       the same line. Headline: connect()/sendto() start -> first response byte.
+    #       the same line, or with response_bytes. Headline: connect()/sendto()
+    #       start -> first response byte (with response_bytes: its last byte).
     # "wwr": write-write-read. The client writes first_write_bytes, then
-    #       second_write_bytes ending in '\n', then reads the echoed line.
-    #       Headline: one round, first write -> last byte of the echo.
+    #       second_write_bytes ending in '\n', then reads the echoed line (or
+    #       response_bytes). Headline: one round, first write -> last byte.
     pattern: Pattern = "rr"
     # True: every iteration is a fresh connection (handshake, fastopen).
     # False: every iteration is one round on a single connection (delack).
@@ -60,6 +61,9 @@ class ScenarioConfig:
     request_bytes: int = field(default=16, metadata=limits(1, MAX_PAYLOAD_BYTES, "bytes"))
     first_write_bytes: int = field(default=10, metadata=limits(1, MAX_PAYLOAD_BYTES, "bytes"))
     second_write_bytes: int = field(default=6, metadata=limits(1, MAX_PAYLOAD_BYTES, "bytes"))
+    # 0: the server echoes each line. N: it answers each line with a line of N
+    # bytes instead (tfo-echo-server --response-bytes N), in one send().
+    response_bytes: int = field(default=0, metadata=limits(0, MAX_PAYLOAD_BYTES, "bytes"))
 
     # --- TCP Fast Open -------------------------------------------------------
     # Client: "off" (connect + write), "sendto" (sendto(MSG_FASTOPEN)),
@@ -103,6 +107,15 @@ class ScenarioConfig:
     # net.ipv4.tcp_autocorking is no setting: the model is netem's link, which
     # orphans a queued skb so autocorking never holds a write, and the runner
     # turns it off where its NFQUEUE stand-in keeps skbs charged (TCP-NOTES).
+
+    @property
+    def headline_to_last_byte(self) -> bool:
+        """Does the headline end at the answer's last byte (wwr, or a set response size)?"""
+        return self.pattern == "wwr" or self.response_bytes > 0
+
+    def answer_bytes(self, message_bytes: int) -> int:
+        """The server's answer to a line of message_bytes: the echo, or response_bytes."""
+        return self.response_bytes or message_bytes
 
     def with_settings(self, settings: dict[str, object]) -> ScenarioConfig:
         """Apply KEY=VALUE strings (from --set or a lab file), each one type- and range-checked.

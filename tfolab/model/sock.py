@@ -219,6 +219,21 @@ class TcpSock:
         return len(self.flights)
 
     @property
+    def cwnd_packets_out(self) -> int:
+        """tp->packets_out as tcp_cwnd_test and tcp_cwnd_validate count it.
+
+        A Fast Open child's SYN-ACK is the request sock's, not an skb of the
+        child: tcp_create_openreq_child starts the child at snd_una = snd_nxt =
+        snt_isn + 1 and tcp_fastopen_create_child queues nothing (6.1 and 6.18),
+        so the child may send a whole initial window before the SYN-ACK is
+        acknowledged. The model keeps that SYN-ACK in `flights` for its RTT
+        sample (tcp_synack_rtt_meas) and leaves it out here.
+        """
+        if not self.tfo_child:
+            return len(self.flights)
+        return sum(1 for f in self.flights if f.data or f.seq != 0)
+
+    @property
     def readable(self) -> bool:
         return bool(self.rcv_buf) or bool(self.pre_read) or self.fin_received
 

@@ -122,6 +122,7 @@ def client_options(
         payload_bytes=config.request_bytes,
         first_write_bytes=config.first_write_bytes,
         second_write_bytes=config.second_write_bytes,
+        response_bytes=config.response_bytes,
         iterations=iterations,
         connections=1,
         timeout_ms=CLIENT_TIMEOUT_MS,
@@ -132,14 +133,22 @@ def client_options(
 CLIENT_TIMEOUT_MS = 10_000  # per call of the native client; far above any lab's round trip
 
 
-def _warm_up_options(host: str, port: int) -> native.ClientOptions:
+def _warm_up_options(config: ScenarioConfig, host: str, port: int) -> native.ClientOptions:
+    """A plain 16-byte exchange; the answer is the scenario's server's (response_bytes)."""
     return native.ClientOptions(
-        host=host, port=port, timeout_ms=CLIENT_TIMEOUT_MS, congestion=LAB_CONGESTION_CONTROL
+        host=host,
+        port=port,
+        response_bytes=config.response_bytes,
+        timeout_ms=CLIENT_TIMEOUT_MS,
+        congestion=LAB_CONGESTION_CONTROL,
     )
 
 
 def headline_ms(config: ScenarioConfig, sample: native.Sample) -> float:
-    return sample.round_ms if config.pattern == "wwr" else sample.first_byte_ms
+    """The model's headline (ScenarioConfig.headline_to_last_byte), measured."""
+    if config.pattern == "wwr":
+        return sample.round_ms
+    return sample.last_byte_ms if config.headline_to_last_byte else sample.first_byte_ms
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
         # accept and read take cold code paths (a few ms), which is not TCP.
         # Plain connect learns no cookie; the cache policy is applied after it.
         _check(
-            native.run_client(_warm_up_options(network.destination, server.port)),
+            native.run_client(_warm_up_options(config, network.destination, server.port)),
             "warm-up exchange",
         )
         uses_fastopen = config.client_fastopen != "off"

@@ -70,6 +70,8 @@ def server_args(executable: str, config: ScenarioConfig) -> list[str]:
         args += ["--tfo", str(config.server_fastopen_qlen)]
     if config.server_quickack:
         args.append("--quickack")
+    if config.response_bytes:
+        args += ["--response-bytes", str(config.response_bytes)]
     return args
 
 

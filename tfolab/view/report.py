@@ -46,8 +46,9 @@ def simulation_summary(lab: Lab, result: LabResult) -> str:
     lines = [
         f"{lab.title} ({lab.name}), model only: {delay_words(result.delay_ms)}, HZ {result.hz}"
     ]
-    if lab.headline:
-        lines.append(f"Headline: {lab.headline}")
+    headline = lab.headline_for(result.scenarios[0].planned.config) if result.scenarios else ""
+    if headline:
+        lines.append(f"Headline: {headline}")
     lines.append("")
     titles = ["scenario", "its", "predicted"]
     if rtt:

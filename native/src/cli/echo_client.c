@@ -33,6 +33,9 @@ static const char usage[] =
     "  --single-write       wwr: one write of both parts\n"
     "  --payload BYTES      rr: request size including its '\\n', 1..1048576\n"
     "                       (default 16)\n"
+    "  --response-bytes N   read an answer of N bytes per request or round, from a\n"
+    "                       server started with --response-bytes N (default: the\n"
+    "                       echo of what was written), 1..1048576\n"
     "  --first-write B      wwr: bytes of the first write (default 10)\n"
     "  --second-write B     wwr: bytes of the second write, ending in '\\n'\n"
     "                       (default 6); both together at most 1048576\n"
@@ -57,7 +60,8 @@ struct given {
 
 
 enum { OPT_CONGESTION, OPT_CONNECT, OPT_TFO, OPT_TFO_CONNECT, OPT_PATTERN, OPT_NODELAY, OPT_CORK,
-       OPT_MSG_MORE, OPT_SINGLE_WRITE, OPT_PAYLOAD, OPT_FIRST_WRITE, OPT_SECOND_WRITE,
+       OPT_MSG_MORE, OPT_SINGLE_WRITE, OPT_PAYLOAD, OPT_RESPONSE_BYTES, OPT_FIRST_WRITE,
+       OPT_SECOND_WRITE,
        OPT_ITERATIONS, OPT_CONNECTIONS, OPT_TIMEOUT_MS, OPT_JSON };
 
 static const struct args_option options[] = {
@@ -73,6 +77,7 @@ static const struct args_option options[] = {
     {"--msg-more", ARGS_FLAG, NULL, OPT_MSG_MORE},
     {"--single-write", ARGS_FLAG, NULL, OPT_SINGLE_WRITE},
     {"--payload", ARGS_VALUE, "100", OPT_PAYLOAD},
+    {"--response-bytes", ARGS_VALUE, "100000", OPT_RESPONSE_BYTES},
     {"--first-write", ARGS_VALUE, "10", OPT_FIRST_WRITE},
     {"--second-write", ARGS_VALUE, "6", OPT_SECOND_WRITE},
     {"--iterations", ARGS_VALUE, "5", OPT_ITERATIONS},
@@ -130,6 +135,10 @@ static void parse(int argc, char **argv, struct tfl_client_config *cfg, int *jso
         case OPT_PAYLOAD:
             cfg->payload_bytes = (int32_t)args_long(&a, "--payload", v, 1, TFL_MAX_PAYLOAD);
             g.payload = 1;
+            break;
+        case OPT_RESPONSE_BYTES:
+            cfg->response_bytes =
+                (int32_t)args_long(&a, "--response-bytes", v, 1, TFL_MAX_PAYLOAD);
             break;
         case OPT_FIRST_WRITE:
             cfg->first_write_bytes =

@@ -41,6 +41,9 @@ static const char usage[] =
     "                     http: answer each HTTP/1.x request with 200 OK; the\n"
     "                           listener defers accept until a request has\n"
     "                           arrived (TCP_DEFER_ACCEPT) and answers it at once\n"
+    "  --response-bytes N line mode: answer each line with N bytes ('a'..'z'\n"
+    "                     repeated, ending in '\\n') instead of its echo,\n"
+    "                     1..1048576 (default: the echo)\n"
     "  --quickack         set TCP_QUICKACK before every read (no delayed-ACK stall)\n"
     "  --nodelay          set TCP_NODELAY on accepted connections (no Nagle)\n"
     "  --max-conns N      exit after N connections have closed, 0 = never (default 0)\n"
@@ -54,8 +57,8 @@ static const char usage[] =
     "exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad input or port in use\n"
     "example: tfo-echo-server --port 5000 --tfo 16 --mode line\n";
 
-enum { OPT_CONGESTION, OPT_BIND, OPT_PORT, OPT_TFO, OPT_MODE, OPT_QUICKACK, OPT_NODELAY, OPT_MAX_CONNS,
-       OPT_DIE_WITH_PARENT };
+enum { OPT_CONGESTION, OPT_BIND, OPT_PORT, OPT_TFO, OPT_MODE, OPT_RESPONSE_BYTES, OPT_QUICKACK,
+       OPT_NODELAY, OPT_MAX_CONNS, OPT_DIE_WITH_PARENT };
 
 static const struct args_option options[] = {
     {"--help", ARGS_FLAG, NULL, ARGS_HELP},
@@ -65,6 +68,7 @@ static const struct args_option options[] = {
     {"--port", ARGS_VALUE, "5000", OPT_PORT},
     {"--tfo", ARGS_VALUE, "16", OPT_TFO},
     {"--mode", ARGS_VALUE, "line", OPT_MODE},
+    {"--response-bytes", ARGS_VALUE, "100000", OPT_RESPONSE_BYTES},
     {"--quickack", ARGS_FLAG, NULL, OPT_QUICKACK},
     {"--nodelay", ARGS_FLAG, NULL, OPT_NODELAY},
     {"--max-conns", ARGS_VALUE, "10", OPT_MAX_CONNS},
@@ -107,6 +111,10 @@ static void parse(int argc, char **argv, struct tfl_server_config *cfg, int *die
             else
                 args_fail(&a, "--mode '%.40s' is not a mode: use echo, line or http", v);
             break;
+        case OPT_RESPONSE_BYTES:
+            cfg->response_bytes =
+                (int32_t)args_long(&a, "--response-bytes", v, 1, TFL_MAX_PAYLOAD);
+            break;
         case OPT_QUICKACK:
             cfg->quickack = 1;
             break;
@@ -121,6 +129,8 @@ static void parse(int argc, char **argv, struct tfl_server_config *cfg, int *die
             break;
         }
     }
+    if (cfg->response_bytes > 0 && cfg->mode != TFL_MODE_LINE)
+        args_fail(&a, "--response-bytes answers lines: add --mode line");
 }
 
 #define TFO_SYSCTL_PATH "/proc/sys/net/ipv4/tcp_fastopen"

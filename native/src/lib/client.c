@@ -35,7 +35,9 @@ struct client_run {
     socklen_t addrlen;
     char *request;        /* rr: the request; wwr: both writes back to back */
     size_t request_len;
-    char *response;       /* request_len bytes */
+    char *expected;       /* the answer: the request itself, or response_bytes */
+    size_t expected_len;
+    char *response;       /* expected_len bytes: what was read */
 };
 
 struct piece {
@@ -126,6 +128,12 @@ int tfl_client_validate(const struct tfl_client_config *cfg, char *err, size_t e
             return -1;
         }
     }
+    if (cfg->response_bytes < 0 || cfg->response_bytes > TFL_MAX_PAYLOAD) {
+        tfl_set_err(err, errlen,
+                    "response must be 0 (the echo) or 1..%d bytes (got %d)", TFL_MAX_PAYLOAD,
+                    (int)cfg->response_bytes);
+        return -1;
+    }
     if (cfg->iterations < 1 || cfg->iterations > TFL_MAX_ITERATIONS) {
         tfl_set_err(err, errlen, "iterations must be 1..%d (got %d)", TFL_MAX_ITERATIONS,
                     (int)cfg->iterations);
@@ -210,7 +218,7 @@ static int send_all(int fd, const char *data, size_t len, int flags)
     return 0;
 }
 
-/* Read exactly len bytes of echo; stamps the first and last byte. */
+/* Read exactly len bytes of the answer; stamps the first and last byte. */
 static int read_response(int fd, char *buf, size_t len, struct tfl_sample *s)
 {
     size_t got = 0;
@@ -223,7 +231,7 @@ static int read_response(int fd, char *buf, size_t len, struct tfl_sample *s)
             return -1;
         }
         if (n == 0) {
-            /* The peer closed before the whole echo came back. */
+            /* The peer closed before the whole answer came back. */
             tfl_copy_str(s->errno_name, sizeof s->errno_name, "EOF");
             tfl_copy_str(s->failed_call, sizeof s->failed_call, "recv");
             s->error_errno = 0;
@@ -302,9 +310,9 @@ static int run_iteration(struct client_run *r, int fd, int first_iteration,
         record_failure(s, "setsockopt", rc);
         return -1;
     }
-    if (read_response(fd, r->response, r->request_len, s) != 0)
+    if (read_response(fd, r->response, r->expected_len, s) != 0)
         return -1;
-    if (memcmp(r->response, r->request, r->request_len) != 0) {
+    if (memcmp(r->response, r->expected, r->expected_len) != 0) {
         record_failure(s, "verify", EBADMSG);
         return -1;
     }
@@ -414,23 +422,27 @@ int tfl_run_client(const struct tfl_client_config *cfg, struct tfl_sample *sampl
     r.request_len = cfg->pattern == TFL_PATTERN_RR
                         ? (size_t)cfg->payload_bytes
                         : (size_t)cfg->first_write_bytes + (size_t)cfg->second_write_bytes;
+    r.expected_len = cfg->response_bytes > 0 ? (size_t)cfg->response_bytes : r.request_len;
     r.request = malloc(r.request_len);
-    r.response = malloc(r.request_len);
-    if (r.request == NULL || r.response == NULL) {
+    r.expected = malloc(r.expected_len);
+    r.response = malloc(r.expected_len);
+    if (r.request == NULL || r.expected == NULL || r.response == NULL) {
         free(r.request);
+        free(r.expected);
         free(r.response);
-        tfl_set_err(err, errlen, "out of memory for a %zu-byte request", r.request_len);
+        tfl_set_err(err, errlen, "out of memory for a %zu-byte request and a %zu-byte answer",
+                    r.request_len, r.expected_len);
         return -1;
     }
-    for (size_t i = 0; i + 1 < r.request_len; i++)
-        r.request[i] = (char)('a' + (char)(i % 26));
-    r.request[r.request_len - 1] = '\n';
+    tfl_fill_line(r.request, r.request_len);
+    tfl_fill_line(r.expected, r.expected_len);
 
     size_t used = 0;
     for (int c = 1; c <= cfg->connections; c++)
         used += run_connection(&r, c, samples + used);
     *count = used;
     free(r.request);
+    free(r.expected);
     free(r.response);
     return 0;
 }

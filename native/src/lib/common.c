@@ -18,6 +18,15 @@ size_t tfl_sizeof_sample(void) { return sizeof(struct tfl_sample); }
 size_t tfl_sizeof_server_config(void) { return sizeof(struct tfl_server_config); }
 size_t tfl_sizeof_server_stats(void) { return sizeof(struct tfl_server_stats); }
 
+void tfl_fill_line(char *buf, size_t len)
+{
+    if (len == 0)
+        return;
+    for (size_t i = 0; i + 1 < len; i++)
+        buf[i] = (char)('a' + (char)(i % 26));
+    buf[len - 1] = '\n';
+}
+
 int64_t tfl_now_ns(void)
 {
     struct timespec ts;

@@ -1,5 +1,7 @@
 /*
- * server.c - the epoll echo server of libtfolab (modes echo, line, http).
+ * server.c - the epoll echo server of libtfolab (modes echo, line, http). In line
+ * mode each complete line is answered with itself, or with response_bytes of
+ * tfl_fill_line (the same answer for every line, built once).
  *
  * Rules: one thread, non-blocking sockets, level-triggered epoll, one recv()
  * per readiness event (so TCP_QUICKACK, when asked for, is set before every
@@ -61,6 +63,7 @@ struct server {
     long closed;
     struct tfl_server_stats *stats; /* never NULL: a local one when the caller has none */
     struct conn *conns;
+    char *answer;   /* line mode with response_bytes: every line's answer, else NULL */
     char *err;
     size_t errlen;
 };
@@ -145,14 +148,19 @@ static int set_interest(struct server *srv, int fd, void *tag, uint32_t *current
     return 0;
 }
 
-/* Line mode: move every complete line from in to out (one memmove per read). */
+/* Line mode: answer every complete line, with the line itself or with srv->answer
+ * (one memmove per read). */
 static int process_lines(struct server *srv, struct conn *c)
 {
     size_t pos = 0;
     const char *nl;
     while ((nl = memchr(c->in.data + c->scanned, '\n', c->in.len - c->scanned)) != NULL) {
         size_t end = (size_t)(nl - c->in.data) + 1;
-        if (buffer_append(&c->out, c->in.data + pos, end - pos, SIZE_MAX / 2) != 0)
+        int appended = srv->answer != NULL
+                           ? buffer_append(&c->out, srv->answer,
+                                           (size_t)srv->cfg->response_bytes, SIZE_MAX / 2)
+                           : buffer_append(&c->out, c->in.data + pos, end - pos, SIZE_MAX / 2);
+        if (appended != 0)
             return -1;
         pos = end;
         c->scanned = end;
@@ -416,10 +424,26 @@ int tfl_server_run_counted(int listen_fd, const struct tfl_server_config *cfg, i
         tfl_set_err(err, errlen, "bad server configuration (mode or max_conns)");
         return -EINVAL;
     }
+    if (cfg->response_bytes < 0 || cfg->response_bytes > TFL_MAX_PAYLOAD ||
+        (cfg->response_bytes > 0 && cfg->mode != TFL_MODE_LINE)) {
+        tfl_set_err(err, errlen, "response_bytes must be 0, or 1..%d in line mode (got %d)",
+                    TFL_MAX_PAYLOAD, (int)cfg->response_bytes);
+        return -EINVAL;
+    }
+    if (cfg->response_bytes > 0) {
+        srv.answer = malloc((size_t)cfg->response_bytes);
+        if (srv.answer == NULL) {
+            tfl_set_err(err, errlen, "out of memory for a %d-byte answer",
+                        (int)cfg->response_bytes);
+            return -ENOMEM;
+        }
+        tfl_fill_line(srv.answer, (size_t)cfg->response_bytes);
+    }
     srv.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (srv.epfd < 0) {
         rc = -errno;
         tfl_set_err(err, errlen, "epoll_create1: %s", tfl_errno_name(errno));
+        free(srv.answer);
         return rc;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &listen_tag};
@@ -470,6 +494,7 @@ out:
         free(c->out.data);
         free(c);
     }
+    free(srv.answer);
     if (close(srv.epfd) != 0 && errno != EINTR && rc == 0) {
         rc = -errno;
         tfl_set_err(err, errlen, "close(epoll): %s", tfl_errno_name(errno));

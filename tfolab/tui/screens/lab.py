@@ -229,7 +229,9 @@ class LabScreen(Screen[None]):
     def _ask(self, form: PredictForm) -> None:
         p, app = self.params, tfolab_app(self)
         scenario = self.lab.scenario(p.scenario)
-        intro = intro_text(self.lab.headline, p.scenario, scenario.summary, p.one_way_delay_ms)
+        settings: dict[str, object] = dict(p.settings)  # checked when the panel took them
+        headline = self.lab.headline_for(scenario.config.with_settings(settings))
+        intro = intro_text(headline, p.scenario, scenario.summary, p.one_way_delay_ms)
         asked = app.predictions.quantities(self.lab, p.scenario, p.iterations)
         typed = {**app.predictions.typed(self.lab, p.scenario, p.settings), **form.typed()}
         form.ask(intro, asked, typed)
