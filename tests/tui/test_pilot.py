@@ -253,3 +253,33 @@ async def test_the_graph_waits_for_the_predictions(make_app) -> None:
         await pilot.press("t")
         assert app.screen is screen  # the graph would show the model's answer
         assert "Predict first" in str(screen.query_one("#banner", Static).render())
+
+
+async def test_f_unfolds_a_flight_and_folds_it_again(make_app, tmp_path) -> None:
+    """A 10-segment answer is one arrow by default; f draws every segment, f folds again."""
+    from pathlib import Path
+
+    from tfolab.lab.catalog import load_labs
+
+    source = Path(__file__).parents[2] / "tfolab" / "lab" / "labs"
+    for name in ("handshake.toml", "handshake.md"):
+        (tmp_path / name).write_text((source / name).read_text())
+    with (tmp_path / "handshake.toml").open("a") as lab_file:
+        lab_file.write('\n[[scenario]]\nname = "big-answer"\nmtu = 1500\nresponse_bytes = 14000\n')
+    app = make_app(labs=load_labs(tmp_path), open_lab="handshake", open_scenario="big-answer")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LabScreen)
+        ladder = screen.query_one(LadderView)
+        layout = ladder.ladder_layout
+        assert layout is not None and layout.folded_into  # the answer's flight, its ACKs
+        assert "flights folded" in layout.scale_text()
+        assert any("10 segments, 14,000 bytes" in line or "10 segs" in line
+                   for line in layout.text())  # fmt: skip
+        await pilot.press("f")
+        unfolded = ladder.ladder_layout
+        assert unfolded is not None and not unfolded.folded_into
+        assert "every segment" in str(screen.query_one("#banner", Static).render())
+        await pilot.press("f")
+        assert ladder.ladder_layout is not None and ladder.ladder_layout.folded_into

@@ -21,6 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print every scenario's ladder diagram (default: a summary table; "
         "--scenario NAME prints that scenario's ladder)",
     )
+    parser.add_argument(
+        "--every-segment",
+        action="store_true",
+        help="give every segment of a ladder its own arrow (default: a flight of 4 or more "
+        "segments, or of quick ACKs, is one arrow labelled with what it folds)",
+    )
     labs_dir_argument(parser, top=False)
 
 
@@ -46,7 +52,7 @@ def handle(args: argparse.Namespace) -> int:
     else:
         for scenario in result.scenarios:
             print(report.scenario_heading(lab, scenario))
-            print(render_ladder(scenario.simulation))
+            print(render_ladder(scenario.simulation, fold=not args.every_segment))
             print()
     plots.emit(args, lab.name, result)
     return 0

@@ -24,6 +24,8 @@ Rules:
   on blank cells, so no label covers a stroke or another label; a label
   that finds no room drops fields (ladder_labels.label_variants), and only
   as the last resort covers its own arrow's first run.
+- With `fold`, a flight of many segments is one arrow (tfolab.view.flight_fold);
+  a folded-away segment's rows are its flight's.
 - Pure: events in, rows of (char, role, owner) cells out. The widget decides
   colours from the role and from the owner (the index of the event); an
   arrow's role is its sender's ("client" or "server") unless `arrow_roles`
@@ -36,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tfolab.model.events import AppCall, Event, Segment, Timer
+from tfolab.view.flight_fold import FlightFolds, fold_flights, fold_label_variants
 from tfolab.view.kernel_segment import KernelSegment
 from tfolab.view.ladder_labels import (
     cut,
@@ -126,6 +129,8 @@ class LadderLayout:
     event_rows: dict[int, tuple[int, int]]  # event index -> (first row, last row), labels too
     breaks: int
     arrow_rows: dict[int, tuple[int, int]] = field(default_factory=dict)  # the strokes alone
+    # a segment folded into a flight's arrow -> that arrow's event index (flight_fold)
+    folded_into: dict[int, int] = field(default_factory=dict)
 
     @property
     def height(self) -> int:
@@ -145,6 +150,9 @@ class LadderLayout:
         text = f"1 row = {self.scale_ms:g} ms"
         if self.breaks:
             text += " · ┊ gaps over " + f"{self.scale_ms * MAX_GAP_ROWS:g} ms compressed"
+        flights = len(set(self.folded_into.values()))
+        if flights:
+            text += f" · {flights} flight{'s' if flights != 1 else ''} folded"
         return text
 
     def text(self) -> list[str]:
@@ -157,10 +165,17 @@ def _put(line: list[str], x: int, text: str) -> None:
             line[x + offset] = char
 
 
-def build_marks(events: Sequence[Event], markers: dict[int, str] | None = None) -> list[Mark]:
-    """Marks in drawing order; `markers` adds a text after an event (by index)."""
+def build_marks(
+    events: Sequence[Event],
+    markers: dict[int, str] | None = None,
+    hidden: frozenset[int] = frozenset(),
+) -> list[Mark]:
+    """Marks in drawing order; `markers` adds a text after an event (by index); the
+    `hidden` events (folded into another's arrow) have none."""
     marks: list[Mark] = []
     for index, event in enumerate(events):
+        if index in hidden:
+            continue
         iteration = event.iteration
         if isinstance(event, Segment):
             sent, arrived = event.sent_ms, event.arrived_ms
@@ -238,13 +253,17 @@ def layout(
     one_way_delay_ms: float,
     markers: dict[int, str] | None = None,
     arrow_roles: Mapping[int, str] | None = None,
+    *,
+    fold: bool = False,
 ) -> LadderLayout:
     """Place every event on rows and draw axes, arrows, side texts and labels."""
     geometry = Geometry(max(width, GUTTER + 2 * MIN_ANNOTATION + 12))
     scale = choose_scale(one_way_delay_ms)
-    marks = build_marks(events, markers)
+    folds = fold_flights(events) if fold else FlightFolds(tuple(events))
+    events = folds.events
+    marks = build_marks(events, markers, folds.hidden)
     timing = _time_rows(marks, scale)
-    grid = _Grid(geometry)
+    grid = _Grid(geometry, folds.counts)
     event_rows: dict[int, tuple[int, int]] = {}
 
     def seen(owner: int, first: int, last: int) -> None:
@@ -303,7 +322,14 @@ def layout(
     grid.axes(set(breaks))
     event_rows = {owner: (moved[a], moved[b]) for owner, (a, b) in event_rows.items()}
     arrow_rows = {a.send.owner: (moved[a.first], moved[a.last]) for a in arrows}
-    return LadderLayout(grid.rows, scale, geometry, event_rows, len(breaks), arrow_rows)
+    for member, flight in folds.folded_into.items():
+        if flight in event_rows:
+            event_rows[member] = event_rows[flight]
+        if flight in arrow_rows:
+            arrow_rows[member] = arrow_rows[flight]
+    return LadderLayout(
+        grid.rows, scale, geometry, event_rows, len(breaks), arrow_rows, folds.folded_into
+    )
 
 
 @dataclass
@@ -317,8 +343,9 @@ class _Arrow:
 
 
 class _Grid:
-    def __init__(self, geometry: Geometry) -> None:
+    def __init__(self, geometry: Geometry, fold_counts: Mapping[int, int] | None = None) -> None:
         self.geometry = geometry
+        self.fold_counts = fold_counts or {}  # a folded flight's arrow -> its segments
         self.rows: list[list[Cell]] = []
         # stroke cells -> the side their arrow left from: arrows the same way must not
         # share strokes (they would merge); arrows the other way cross, as in any ladder.
@@ -597,12 +624,18 @@ class _Grid:
                     return row, x
         return None
 
+    def _variants(self, arrow: _Arrow) -> list[str]:
+        count = self.fold_counts.get(arrow.send.owner)
+        if count is None:
+            return label_variants(arrow.event)
+        return fold_label_variants(arrow.event, count)
+
     def label(self, arrow: _Arrow) -> list[int]:
         """Write the arrow's label (and a SYN's options); the rows they took."""
         owner, role = arrow.send.owner, arrow.role
         rows = [row for row, _, _ in arrow.runs]
         placed_row = None
-        for variant in label_variants(arrow.event):
+        for variant in self._variants(arrow):
             spot = self._spot(arrow, variant, rows)
             if spot is not None:
                 self._write_label(spot, variant, role, owner)
@@ -611,7 +644,7 @@ class _Grid:
         if placed_row is None:
             # Next: any blank stretch between the axes, on its rows or the row beside them.
             near = [arrow.first - 1, *rows, arrow.last + 1]
-            for variant in label_variants(arrow.event):
+            for variant in self._variants(arrow):
                 spot = self._anywhere(variant, near)
                 if spot is not None:
                     self._write_label(spot, variant, role, owner)
@@ -624,8 +657,8 @@ class _Grid:
             g = self.geometry
             left, right = g.client_x + 2, g.server_x - 2
             span = right - left + 1
-            variants = [v for v in label_variants(arrow.event) if len(v) <= span] or [
-                cut(label_variants(arrow.event)[-1], span)
+            variants = [v for v in self._variants(arrow) if len(v) <= span] or [
+                cut(self._variants(arrow)[-1], span)
             ]
             if isinstance(arrow.event, KernelSegment) and arrow.event.as_model:
                 return [arrow.first]  # only "as the model": the step panel says it

@@ -4,7 +4,8 @@ Rules:
 - Pure: a Simulation in, a string out; no I/O, no colours, ASCII only.
 - The ladder itself is drawn by the one layout the UI draws too
   (tfolab.view.ladder_layout): same rows, same scale, same labels, with its
-  box-drawing characters turned into ASCII.
+  box-drawing characters turned into ASCII; `fold` folds flights
+  (tfolab.view.flight_fold), the steps under it still list every segment.
 - Under it (unless explanations=False) the steps in order, each with its
   time, side and the model's explanation, in the words of the UI's step
   panel (tfolab.view.steps).
@@ -35,9 +36,11 @@ def ascii_only(text: str) -> str:
     return "".join(c if c.isascii() else "?" for c in text.translate(_ASCII))
 
 
-def render_ladder(sim: Simulation, *, width: int = 100, explanations: bool = True) -> str:
+def render_ladder(
+    sim: Simulation, *, width: int = 100, explanations: bool = True, fold: bool = False
+) -> str:
     width = max(width, MIN_WIDTH)
-    drawn = layout(sim.events, width, sim.one_way_delay_ms)
+    drawn = layout(sim.events, width, sim.one_way_delay_ms, fold=fold)
     lines = [*_wrap(_title(sim), width), drawn.header(), drawn.scale_text()]
     lines += ["".join(char for char, _, _ in row) for row in drawn.rows]
     if explanations:

@@ -35,6 +35,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("Lab", "w", "save the last run's packets as a pcap (here)"),
     ("Lab", "g", "the lab's guide (in it, a reveals the answers)"),
     ("Lab", "t", "time-sequence graph: the model's, and the kernel's after a run"),
+    ("Lab", "f", "ladder: a flight of many segments as one arrow (default) / every segment"),
     ("Lab", "s", "hide / show the side panel (folded on narrow terminals)"),
     ("Lab", "tab", "move between ladder, delay, preset, scenario, switches"),
     ("Lab", "click", "a row of the ladder selects that step"),

@@ -99,6 +99,7 @@ class LabScreen(Screen[None]):
         Binding("w", "save_pcap", "Save pcap", show=False),
         Binding("g", "guide", "Guide"),
         Binding("t", "seq_graph", "Seq graph", show=False),
+        Binding("f", "fold_flights", "Fold flights", show=False),
         Binding("s", "toggle_side", "Panel", show=False),
         Binding("escape", "back", "Back"),
     ]
@@ -411,6 +412,15 @@ class LabScreen(Screen[None]):
         from tfolab.tui.screens.guide import GuideScreen
 
         self.app.push_screen(GuideScreen(self.lab, reveal=tfolab_app(self).predictions.demo))
+
+    def action_fold_flights(self) -> None:
+        """A flight of many segments as one labelled arrow, or every segment on its own."""
+        ladder = self.query_one(LadderView)
+        ladder.toggle_fold()
+        if ladder.fold_flights:
+            self._banner("Ladder: each flight of 4 or more segments is one arrow (f: all).", "off")
+        else:
+            self._banner("Ladder: every segment on its own arrow (f folds flights).", "off")
 
     def action_seq_graph(self) -> None:
         """The time-sequence graph of the scenario's busiest direction: the model's, and

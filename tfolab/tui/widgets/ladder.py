@@ -84,6 +84,8 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
     }
 
     step: reactive[int] = reactive(0)
+    # a flight of many segments as one arrow (tfolab.view.flight_fold); f toggles it
+    fold_flights: bool = True
 
     class StepClicked(Message):
         """The user clicked an event in the ladder."""
@@ -116,6 +118,11 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         self._delay_ms = one_way_delay_ms
         self._rebuild()
 
+    def toggle_fold(self) -> None:
+        """Flights folded into one arrow each, or every segment on its own."""
+        self.fold_flights = not self.fold_flights
+        self._rebuild()
+
     def _content_width(self) -> int:
         return max(self.scrollable_content_region.width, 40)
 
@@ -132,7 +139,14 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
             self.refresh()
             return
         self._message = []
-        self._layout = layout(content.events, width, self._delay_ms, content.markers, content.roles)
+        self._layout = layout(
+            content.events,
+            width,
+            self._delay_ms,
+            content.markers,
+            content.roles,
+            fold=self.fold_flights,
+        )
         self.virtual_size = Size(width, self._layout.height + 1)
         self.border_subtitle = self._layout.scale_text()
         self.refresh()
@@ -204,6 +218,8 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
         run_text: list[str] = []
         run_key: tuple[str, bool, str, bool] | None = None
         step = self.step
+        # a step on a folded-away segment lights its flight's arrow
+        current = self._layout.folded_into.get(step, step) if self._layout else step
         rows = self._layout.rows[row] if self._layout else []
         path, marked = self._content.path, self._content.sentences
         for char, role, owner in rows:
@@ -211,7 +227,7 @@ class LadderView(ScrollView, can_focus=True, inherit_bindings=False):
                 key = (role, False, "", False)
             else:
                 on_path = owner in path and role in (*ARROWS, "timer")
-                state = "current" if owner == step else "future" if owner > step else ""
+                state = "current" if owner == current else "future" if owner > step else ""
                 key = (role, on_path, state, owner in marked and role in ARROWS)
             if key != run_key and run_text and run_key is not None:
                 segments.append(RichSegment("".join(run_text), self._style(*run_key)))
