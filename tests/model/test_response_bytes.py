@@ -71,11 +71,12 @@ def test_a_write_write_read_round_reads_the_whole_answer() -> None:
 def test_a_fast_open_child_sends_its_whole_initial_window_before_the_ack() -> None:
     """tcp_fastopen_create_child leaves the SYN-ACK to the request sock: the child's
     packets_out is 0, so tcp_cwnd_test lets 10 segments go at once (6.1 and 6.18)."""
-    config = dataclasses.replace(FASTOPEN, cookie_cache="warm", mtu=MTU, response_bytes=10 * MSS)
+    mss = 524  # MTU 576: ten segments stay inside domain.reader_race_refusal's bound
+    config = dataclasses.replace(FASTOPEN, cookie_cache="warm", mtu=576, response_bytes=10 * mss)
     sim = run(config)
     measured = 2  # connection 1 is the warm-up that learns the cookie
     sent = server_data(sim, measured)
-    assert [s.length for s in sent] == [MSS] * 10
+    assert [s.length for s in sent] == [mss] * 10
     synack = next(
         e for e in sim.events
         if isinstance(e, Segment) and e.connection == measured and e.flags == ("SYN", "ACK")
@@ -96,3 +97,26 @@ def test_an_answer_beyond_the_first_flight_is_refused_naming_response_bytes(
     config = dataclasses.replace(ScenarioConfig(mtu=MTU), **changes)
     with pytest.raises(ModelInputError, match=says):
         run(config)
+
+
+@pytest.mark.parametrize(
+    ("changes", "delay_ms", "refused"),
+    [
+        ({"request_bytes": 8688, "mtu": 1500}, 0.0, "2 GSO packets of 6 segments"),
+        ({"response_bytes": 14480, "mtu": 1500}, 1.0, "GSO packets of 10 segments"),
+        ({"response_bytes": 60000, "mtu": 9000}, 0.0, "GSO packets of 7 segments"),
+        ({"request_bytes": 7240, "mtu": 1500}, 0.0, None),  # five, one GSO packet
+        ({"response_bytes": 5000, "mtu": 576}, 0.0, None),  # ten small segments
+        ({"request_bytes": 60000, "mtu": 65536}, 0.0, None),  # one segment per skb
+    ],
+)
+def test_a_burst_the_woken_reader_races_is_refused(
+    changes: dict[str, int], delay_ms: float, refused: str | None
+) -> None:
+    """domain.reader_race_refusal: the bound measured on 6.18 (its docstring)."""
+    config = dataclasses.replace(ScenarioConfig(), **changes)
+    if refused is None:
+        assert run(config, delay_ms).predictions
+        return
+    with pytest.raises(ModelInputError, match=refused):
+        run(config, delay_ms)

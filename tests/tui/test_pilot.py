@@ -256,7 +256,7 @@ async def test_the_graph_waits_for_the_predictions(make_app) -> None:
 
 
 async def test_f_unfolds_a_flight_and_folds_it_again(make_app, tmp_path) -> None:
-    """A 10-segment answer is one arrow by default; f draws every segment, f folds again."""
+    """A 5-segment answer is one arrow by default; f draws every segment, f folds again."""
     from pathlib import Path
 
     from tfolab.lab.catalog import load_labs
@@ -265,7 +265,7 @@ async def test_f_unfolds_a_flight_and_folds_it_again(make_app, tmp_path) -> None
     for name in ("handshake.toml", "handshake.md"):
         (tmp_path / name).write_text((source / name).read_text())
     with (tmp_path / "handshake.toml").open("a") as lab_file:
-        lab_file.write('\n[[scenario]]\nname = "big-answer"\nmtu = 1500\nresponse_bytes = 14000\n')
+        lab_file.write('\n[[scenario]]\nname = "big-answer"\nmtu = 1500\nresponse_bytes = 7240\n')
     app = make_app(labs=load_labs(tmp_path), open_lab="handshake", open_scenario="big-answer")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -275,7 +275,7 @@ async def test_f_unfolds_a_flight_and_folds_it_again(make_app, tmp_path) -> None
         layout = ladder.ladder_layout
         assert layout is not None and layout.folded_into  # the answer's flight, its ACKs
         assert "flights folded" in layout.scale_text()
-        assert any("10 segments, 14,000 bytes" in line or "10 segs" in line
+        assert any("5 segments, 7,240 bytes" in line or "5 segs" in line
                    for line in layout.text())  # fmt: skip
         await pilot.press("f")
         unfolded = ladder.ladder_layout

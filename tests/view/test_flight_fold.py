@@ -11,7 +11,7 @@ from tfolab.view.ladder_layout import layout
 from tfolab.view.ladder_text import render_ladder
 
 
-def big_answer(response_bytes: int = 14000) -> Simulation:
+def big_answer(response_bytes: int = 7240) -> Simulation:
     config = ScenarioConfig(mtu=1500, response_bytes=response_bytes)
     return simulate(config, one_way_delay_ms=10, iterations=1, hz=250)
 
@@ -24,14 +24,14 @@ def test_the_answer_and_its_quick_acks_fold_into_one_arrow_each() -> None:
     data = [(i, s) for i, s in flights.items() if isinstance(s, Segment) and s.length]
     acks = [(i, s) for i, s in flights.items() if isinstance(s, Segment) and not s.length]
     ((data_index, answer),) = data
-    assert answer.sender == "server" and (answer.seq, answer.length) == (1, 14000)
-    assert folds.counts[data_index] == 10
-    assert fold_label_variants(answer, 10)[1] == "10 segments, 14,000 bytes, seq 1-14001"
+    assert answer.sender == "server" and (answer.seq, answer.length) == (1, 7240)
+    assert folds.counts[data_index] == 5 and "PSH" in answer.flags  # the last one's flags
+    assert fold_label_variants(answer, 5)[1] == "5 segments, 7,240 bytes, seq 1-7241"
     ((ack_index, last_ack),) = acks
-    assert last_ack.sender == "client" and last_ack.ack == 14001
-    assert folds.counts[ack_index] == 10
+    assert last_ack.sender == "client" and last_ack.ack == 7241
+    assert folds.counts[ack_index] == 5
     hidden = sorted(folds.hidden)
-    assert len(hidden) == 18 and set(folds.folded_into.values()) == {data_index, ack_index}
+    assert len(hidden) == 8 and set(folds.folded_into.values()) == {data_index, ack_index}
 
 
 def test_a_folded_away_segment_sits_on_its_flights_rows() -> None:
@@ -63,7 +63,7 @@ def test_the_models_and_the_kernels_segments_fold_apart() -> None:
         both.append(segment)
         both.append(KernelSegment(**{name: getattr(segment, name) for name in names}))
     folds = fold_flights(both)
-    assert sorted(folds.counts.values()) == [10, 10]
+    assert sorted(folds.counts.values()) == [5, 5]
     kinds = {type(folds.events[i]) for i in folds.counts}
     assert kinds == {Segment, KernelSegment}
 
@@ -73,6 +73,6 @@ def test_the_text_ladder_folds_and_its_steps_still_list_every_segment() -> None:
     folded = render_ladder(sim, fold=True)
     every = render_ladder(sim, fold=False)
     ladder_part = folded.split("Steps:")[0]
-    assert "10 segments" in ladder_part or "10 segs" in ladder_part
+    assert "5 segments" in ladder_part or "5 segs" in ladder_part
     assert "len=1448" not in ladder_part and "len=1448" in every.split("Steps:")[0]
     assert folded.split("Steps:")[1] == every.split("Steps:")[1]

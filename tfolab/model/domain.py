@@ -39,6 +39,11 @@ Rules (each the reason the kernel would leave the model's world):
   captures until 4D + CAPTURE_TAIL_MS after it, so from D = (1 s - tail -
   margin) / 2 the capture holds a segment that needs the timer model. Seen
   on 6.18 at D = 497 ms: the SYN-ACK again, 1016 ms after the first.
+- A write of more than five segments and more than 7240 bytes that leaves
+  as several skbs, one of them a GSO packet, reaches a reader woken by the
+  first while the rest arrive: the windows its ACKs advertise then follow a
+  race between two CPUs the lock points do not reproduce
+  (`reader_race_refusal`, measured on 6.18).
 - A backend that keeps queued packets charged to their socket (the NFQUEUE
   stand-in) lets TCP Small Queues hold back a write's third GSO packet until
   the first leaves the queue (tcp_small_queue_check; tcp_rtx_queue_empty_or_
@@ -71,6 +76,9 @@ MAX_REPLAY_DELAY_MS = (TCP_TIMEOUT_INIT_MS - CAPTURE_TAIL_MS - HANDSHAKE_MARGIN_
 WINDOWS_ISSUE = "needs the congestion- and receive-window model"
 TIMERS_ISSUE = "needs the retransmission-timer model"
 AUTOTUNING_ISSUE = "needs the receive-buffer autotuning model (tcp_rcv_space_adjust)"
+# reader_race_refusal: the most a burst of several GSO packets carries and agrees
+# (five full segments at MTU 1500), measured
+RACE_FREE_BURST_BYTES = 5 * 1448
 
 
 def mss_in_use(mtu: int) -> int:
@@ -196,3 +204,46 @@ def gso_packets_per_burst(events: tuple[Event, ...]) -> int:
         if isinstance(event, Segment) and event.length and event.starts_skb:
             packets[(event.connection, event.sender, event.sent_ms)] += 1
     return max(packets.values(), default=0)
+
+
+def reader_race_refusal(events: tuple[Event, ...]) -> str | None:
+    """Why a timeline's burst leaves the domain: more than half an initial window of
+    segments and more than RACE_FREE_BURST_BYTES in two or more skbs, at least one of
+    them a GSO packet (a boundary measured, not derived).
+
+    Such a write reaches a reader woken by its first packet while the rest
+    still arrive, long enough for the reader to run on the other CPU. Captured
+    on this host's 6.18.44 (handshake plain, request_bytes=8688 to 14480: 6 to
+    10 segments at MTU 1500, D = 0, 0.05 and 1 ms; 60000 bytes at MTU 9000,
+    D = 0): the ACKs advertise windows of 75 to 80 (x 1024), varying from one
+    run to the next, where the model's lock points give 72 to 77, and at MTU
+    9000 there is one ACK more. Five segments in one GSO packet agree (7240
+    bytes at MTU 1500, D = 0), as do three in two packets (fastopen
+    large-data at D = 10 ms), single-segment skbs at lo's own MTU, and small
+    segments (ten of 76 bytes at MTU 128; 5000 bytes in ten at MTU 576, D = 0), whose
+    windows move by less than one unit of the window scale.
+    """
+    skbs: Counter[tuple[int, str, float]] = Counter()
+    segments: Counter[tuple[int, str, float]] = Counter()
+    sent: Counter[tuple[int, str, float]] = Counter()
+    for event in events:
+        if isinstance(event, Segment) and event.length:
+            burst = (event.connection, event.sender, event.sent_ms)
+            segments[burst] += 1
+            skbs[burst] += event.starts_skb
+            sent[burst] += event.length
+    most = TCP_INIT_CWND // 2
+    for key, count in segments.items():
+        several = skbs[key] >= 2 and count > max(skbs[key], most)
+        if several and sent[key] > RACE_FREE_BURST_BYTES:
+            connection, sender, _ = key
+            return (
+                f"connection {connection}: the {sender}'s data left as {skbs[key]} GSO "
+                f"packets of {count} segments at once; a reader woken by the first copies "
+                f"on the other CPU while the rest arrive, and the windows its ACKs then "
+                f"advertise (tcp_grow_window, __tcp_select_window) follow that race further "
+                f"than the model's lock points: that {WINDOWS_ISSUE}; the model predicts up "
+                f"to {most} segments or {RACE_FREE_BURST_BYTES} bytes in a burst of several "
+                f"GSO packets, one GSO packet, or lo's own MTU"
+            )
+    return None

@@ -147,6 +147,9 @@ def simulate(
     if world.env.beyond_domain:
         raise ModelInputError(f"outside the model's domain: {world.env.beyond_domain[0]}")
     events = world.recorder.timeline()
+    race = domain.reader_race_refusal(events)
+    if race:
+        raise ModelInputError(f"outside the model's domain: {race}")
     predictions = predict(events, world.headlines, iterations, hz=hz, accuracy=accuracy)
     return Simulation(
         config=config,
