@@ -223,12 +223,14 @@ def reader_race_refusal(events: tuple[Event, ...]) -> str | None:
     segments (ten of 76 bytes at MTU 128; 5000 bytes in ten at MTU 576, D = 0), whose
     windows move by less than one unit of the window scale.
     """
-    skbs: Counter[tuple[int, str, float]] = Counter()
-    segments: Counter[tuple[int, str, float]] = Counter()
-    sent: Counter[tuple[int, str, float]] = Counter()
+    # one burst: what one sender's call (its cause) put on the wire at one instant
+    Burst = tuple[int, str, float, int | None]
+    skbs: Counter[Burst] = Counter()
+    segments: Counter[Burst] = Counter()
+    sent: Counter[Burst] = Counter()
     for event in events:
         if isinstance(event, Segment) and event.length:
-            burst = (event.connection, event.sender, event.sent_ms)
+            burst = (event.connection, event.sender, event.sent_ms, event.caused_by)
             segments[burst] += 1
             skbs[burst] += event.starts_skb
             sent[burst] += event.length
@@ -236,7 +238,7 @@ def reader_race_refusal(events: tuple[Event, ...]) -> str | None:
     for key, count in segments.items():
         several = skbs[key] >= 2 and count > max(skbs[key], most)
         if several and sent[key] > RACE_FREE_BURST_BYTES:
-            connection, sender, _ = key
+            connection, sender, _, _ = key
             return (
                 f"connection {connection}: the {sender}'s data left as {skbs[key]} GSO "
                 f"packets of {count} segments at once; a reader woken by the first copies "

@@ -163,6 +163,7 @@ def accept_syn(
     sock.rcv_nxt = wire.seq + 1
     if decision.accept_data:
         sock.tfo_child = True
+        sock.fastopen_child_mss(wire.window)
         sock.rcv_buf += wire.payload
         sock.rcv_nxt += len(wire.payload)
         if wire.payload:

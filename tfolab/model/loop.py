@@ -18,8 +18,9 @@ Rules:
   accept() holds the new socket (inet_accept: lock_sock, graft,
   release_sock), and reads it right after; and the SYN-ACK that wakes
   a blocked connect() or sendto() while the server's answer to the SYN's
-  data arrives with it: the client holds its socket from
-  inet_wait_for_connect's lock_sock until the call's release_sock. Each is
+  data arrives with it, and each segment of that answer until the woken
+  call has run: the client holds its socket from inet_wait_for_connect's
+  lock_sock until the call's release_sock. Each is
   named by its connection, the reader's side and the stream position of that
   segment's end (`lock_points`); the ones in
   `lock_early` are taken there: the reader copies what is queued,
@@ -388,8 +389,10 @@ class World:
             conn.client.receive(now, wire)
             reading = conn.script.phase is ClientPhase.READING
             # the SYN-ACK wakes a blocked connect() or sendto(), which takes the socket;
-            # only one that acknowledged the SYN's data may have the answer right behind it
-            connecting = wire.syn and (wire.ack or 0) > 1 and conn.script.connect_returns
+            # only one that acknowledged the SYN's data may have the answer right behind it,
+            # and the call, woken, may take it at any segment of that answer
+            answered = (wire.syn and (wire.ack or 0) > 1) or bool(wire.payload)
+            connecting = answered and conn.script.connect_returns
             if (reading or connecting) and self._takes(
                 now, conn, "client", wire, handshake=connecting
             ):

@@ -88,6 +88,7 @@ class TcpSock:
         self.pmtu_mss = min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS  # tcp_mtu_to_mss
         self.mss_base = self.pmtu_mss - TS_OPTION_BYTES  # from the MTU and the peer's option
         self.max_window = 0  # the largest window the peer offered (tp->max_window)
+        self.mss_window = 0  # the max_window tcp_sync_mss last bounded mss_cache with
         # the send side
         self.nodelay = nodelay
         self.cork = False
@@ -186,13 +187,14 @@ class TcpSock:
 
     @property
     def mss_cache(self) -> int:
-        """tcp_sync_mss: the MSS in use, bounded to half the peer's largest window."""
-        return self.bound_to_half_wnd(self.mss_base)
+        """tcp_sync_mss: the MSS in use, bounded to half the peer's largest window as it
+        was at the last tcp_sync_mss (`mss_window`)."""
+        return self.bound_to_half_wnd(self.mss_base, self.mss_window)
 
-    def bound_to_half_wnd(self, size: int) -> int:
+    def bound_to_half_wnd(self, size: int, window: int | None = None) -> int:
         """tcp_bound_to_half_wnd: at most half the peer's largest window (once that
         window is over TCP_MSS_DESIRED), and never below 68 bytes of packet."""
-        window = self.max_window
+        window = self.max_window if window is None else window
         cutoff = window >> 1 if window > TCP_MSS_DESIRED else window
         if cutoff and size > cutoff:
             return max(cutoff, 68 - (20 + TS_OPTION_BYTES))
@@ -207,7 +209,21 @@ class TcpSock:
 
     def peer_window(self, window: int) -> None:
         """tcp_ack_update_window (and the handshake): a larger offer re-syncs the MSS."""
-        self.max_window = max(self.max_window, window)
+        if window > self.max_window:
+            self.max_window = self.mss_window = window
+
+    def fastopen_child_mss(self, syn_window: int) -> None:
+        """A Fast Open child's MSS is synced with its SYN's window scaled.
+
+        tcp_create_openreq_child shifts the SYN's window by the peer's window
+        scale, and tcp_v4_syn_recv_sock's tcp_sync_mss bounds the MSS with that;
+        tcp_fastopen_create_child then sets snd_wnd and max_window to the
+        unscaled window (RFC 7323: a SYN's is never scaled) and syncs nothing
+        (6.1 and 6.18). So until a larger offer re-syncs it, the child's MSS is
+        the path's whole MSS, and one write of up to it leaves as one segment
+        (tcp_xmit_size_goal never goes below mss_now).
+        """
+        self.mss_window = max(self.mss_window, syn_window << self.env.wscale)
 
     def _initial_rcv_mss(self) -> int:
         """tcp_initialize_rcv_mss: min(advmss, mss_cache, rcv_wnd / 2, 536), at least 88."""
