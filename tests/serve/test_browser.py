@@ -28,8 +28,9 @@ from pathlib import Path
 import pyte
 import pytest
 
-from tests.conftest import run_tfolab
+from tests.conftest import TIMING, run_tfolab
 from tests.environment import require_or_skip
+from tests.timing import TimingMiss
 
 CHROMIUM = "/usr/bin/chromium"
 # Wraps WebSocket before the page's script runs: keeps the text the UI sent.
@@ -62,6 +63,7 @@ def _artifacts(tmp_path: Path) -> Path:
 
 
 @pytest.mark.root
+@TIMING
 def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp_path) -> None:
     if not Path(CHROMIUM).exists():
         require_or_skip("chromium", f"no {CHROMIUM} (Debian: apt-get install chromium)")
@@ -83,7 +85,8 @@ def test_a_browser_opens_a_lab_and_runs_it_for_real(serve, delaying_machine, tmp
             assert document["kind"] == "run" and document["payload"]["session"] == "Ada L"
             run = document["payload"]["run"]
             values = [i["measured_ms"] for s in run["scenarios"] for i in s["iterations"]]
-            assert values and all(i["ok"] for s in run["scenarios"] for i in s["iterations"])
+            assert values
+            _packets_agree_then_times_in_band(run)
             # The run is saved before the screen repaints: wait for the repaint that
             # draws each measured value and the banner's verdict.
             expected = [f"{value:.1f}" for value in values] + ["all in the predicted band"]
@@ -134,6 +137,25 @@ def _predict_and_run(page, url: str, name: str, folder: Path, tmp_path: Path, ru
         page.screenshot(path=str(failed))  # what the student saw instead
         print(f"\nscreenshot of the page without a result: {failed}")
         raise
+
+
+def _packets_agree_then_times_in_band(run: dict) -> None:
+    """The saved run's packets and counters agree (never rerun); then every iteration is
+    in its band, else TimingMiss (tests/timing.py: the one failure rerun, with its reason)."""
+    for scenario in run["scenarios"]:
+        disagreements = scenario.get("packet_disagreements", [])
+        wrong = [d for d in disagreements if d.get("kind") != "arrival"]
+        counters = scenario.get("counter_diff", [])
+        assert not wrong and not counters, (wrong, counters)
+    late = [
+        f"{s['name']} #{i['i']}: measured {i['measured_ms']:.3f} ms, predicted "
+        f"{i['predicted_ms']:.3f} +- {i['tolerance_ms']:.3f} ms"
+        for s in run["scenarios"]
+        for i in s["iterations"]
+        if not i["ok"]
+    ]
+    if late:
+        raise TimingMiss("; ".join(late))
 
 
 def _the_name_counts_twice(folder: Path, name: str) -> None:
