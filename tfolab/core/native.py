@@ -234,16 +234,19 @@ class Sample:
         return _ms(self.connect_start_ns, self.connect_return_ns)
 
     @property
+    def _start_ns(self) -> int:
+        """Connect start, or on later iterations their first write."""
+        return self.connect_start_ns or (self.write_ns[0] if self.write_ns else 0)
+
+    @property
     def first_byte_ms(self) -> float:
         """Connect start (later iterations: their first write) to the first response byte."""
-        start = self.connect_start_ns or (self.write_ns[0] if self.write_ns else 0)
-        return _ms(start, self.first_byte_ns)
+        return _ms(self._start_ns, self.first_byte_ns)
 
     @property
     def last_byte_ms(self) -> float:
         """Connect start (later iterations: their first write) to the last response byte."""
-        start = self.connect_start_ns or (self.write_ns[0] if self.write_ns else 0)
-        return _ms(start, self.last_byte_ns)
+        return _ms(self._start_ns, self.last_byte_ns)
 
     @property
     def round_ms(self) -> float:

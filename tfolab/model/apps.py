@@ -454,9 +454,9 @@ class ServerScript:
             self.waiting_note = False
             if self.app is not None:
                 self.app["requests"] += 1
-            if self.config.response_bytes:
+            if self.config.response_bytes:  # the answer is not the line itself
                 name = "response"
-                line = line_bytes(self.config.response_bytes, len(line))
+                line = line_bytes(self.config.answer_bytes(len(line)), len(line))
             write = self.call(
                 now, "write", f"{len(line)} B", f"a whole line arrived: send the {name}", caused_by
             )
