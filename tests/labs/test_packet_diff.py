@@ -328,6 +328,61 @@ def test_with_a_delay_the_late_outcome_is_a_disagreement() -> None:
     assert len(_diff(sim, kernel + shifted)) == 3
 
 
+def _lost_fin_capture(sim: Simulation, connection: int) -> list[CapturedRow]:
+    """The lost-FIN outcome of a connection's FIN race: the timer's ACK just before the
+    server's FIN, and no last ACK from the client (fastopen cookie at D = 0 on 6.18,
+    connection 2 of 3: the ACK and the FIN 1 us apart)."""
+    model = packet_rows.model_rows(sim)
+    early = next(r for r in model if r.race_outcome == "early" and r.connection == connection)
+    last = next(r for r in model if r.lost_in == early.race_group)
+    kept = [
+        dataclasses.replace(r, optional=False) if r is early else r
+        for r in model
+        if r is not last and (not r.optional or r is early)
+    ]
+    return _as_captured(kept, race_acks=False)
+
+
+def test_a_fin_lost_under_the_timers_ack_agrees_at_d0_and_counts_as_a_race() -> None:
+    """model/late_ack.py: the timer's ACK moves the orphaned client to TIME_WAIT while the
+    FIN spins in bh_lock_sock on the other CPU; the FIN meets TCP_CLOSE and is dropped,
+    so the client's last ACK never leaves."""
+    sim = simulate(scenario("fastopen", "cookie").config, one_way_delay_ms=0, iterations=3)
+    model = packet_rows.model_rows(sim)
+    assert sum(1 for r in model if r.lost_in) == 3  # one per connection's FIN race
+    kernel = _lost_fin_capture(sim, 2)
+    assert [(r.sender, r.flags) for r in kernel if r.connection == 2][-3:] == [
+        ("client", ["FIN", "ACK"]),
+        ("server", ["ACK"]),
+        ("server", ["FIN", "ACK"]),
+    ]
+    starts = packet_rows.model_starts(sim)
+    aligned = packets.pairs(model, packet_rows.captured_rows(kernel), starts, starts)
+    assert [p.disagreement for p in aligned if p.disagreement] == []
+    # Each connection's race used once: two FINs carried the ACK, one was lost under it.
+    assert packets.race_count(aligned, model) == (3, 3)
+    # Without the timer's ACK nothing moved the client to TIME_WAIT: the FIN is answered.
+    no_early = [
+        r for r in kernel if not (r.connection == 2 and r.flags == ["ACK"] and r.sender == "server")
+    ]
+    assert len(_diff(sim, no_early)) == 1
+
+
+def test_with_a_delay_a_missing_last_ack_is_a_disagreement() -> None:
+    """With a delay the ACK and the FIN leave the delayer in order, one CPU after the other
+    processes them in turn: the FIN always finds the TIME_WAIT socket, which answers."""
+    sim = simulate(scenario("fastopen", "cookie").config, one_way_delay_ms=10, iterations=3)
+    model = packet_rows.model_rows(sim)
+    assert not any(r.lost_in for r in model)
+    last = max(
+        (r for r in model if r.connection == 2 and r.sender == "client" and r.flags == ("ACK",)),
+        key=lambda r: r.arrived_ms,
+    )
+    kernel = _as_captured([r for r in model if not r.optional and r is not last], race_acks=False)
+    said = _diff(sim, kernel)
+    assert len(said) == 1 and "the kernel sent no such segment" in said[0]
+
+
 def _mtu_128_single_write() -> Simulation:
     item = scenario("delack", "single-write")
     config = dataclasses.replace(item.config, first_write_bytes=684, mtu=128)

@@ -15,8 +15,8 @@ Rules:
 - The model's rows also carry what the comparison may forgive, each named by
   the kernel race behind it: an optional ACK (a timer that may win, or an ACK
   the kernel may merge away), other windows, a deferred race ACK's other
-  acknowledgment number, and a late outcome's rows taken all or none
-  (model/late_ack.py).
+  acknowledgment number, a late outcome's rows taken all or none, and the
+  peer's last ACK that a lost FIN never draws (model/late_ack.py).
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ class Row:
     # the model's: a delayed-ACK race with a late outcome groups its rows by the timer's id
     race_group: int = 0
     race_outcome: RaceOutcome = ""
+    # the model's: the race (its timer's id) whose lost-FIN outcome has no such segment
+    lost_in: int = 0
     timed: bool = True  # False: the model does not state when it arrives (a late outcome)
     event_id: int | None = None  # the model's Segment this row states
     captured_index: int | None = None  # the captured row this row states
@@ -204,13 +206,17 @@ def _with_race_acks(sim: Simulation, rows: list[Row]) -> list[Row]:
 def _with_late_arrivals(sim: Simulation, rows: list[Row]) -> list[Row]:
     """Add each race's late outcome (model/late_ack.py): its ACK after the FIN, what answers
     it after the peer's last ACK. Untimed: when the other CPU reaches its backlog is
-    not the model's to say."""
+    not the model's to say. The peer's last ACK is marked as absent from the race's
+    lost-FIN outcome."""
     row_of = {row.event_id: row for row in rows if row.event_id is not None}
     after: dict[int, list[Row]] = {}
+    lost_in: dict[int, int] = {}
     for late in late_arrivals(sim.events, sim.one_way_delay_ms):
         carrier = row_of.get(late.carrier)
         if carrier is None:
             continue
+        if late.last_ack in row_of:
+            lost_in[late.last_ack] = late.timer
         lead, *answers = (
             dataclasses.replace(
                 carrier,
@@ -235,6 +241,8 @@ def _with_late_arrivals(sim: Simulation, rows: list[Row]) -> list[Row]:
         after.setdefault(last_ack, []).extend(answers)
     out: list[Row] = []
     for row in rows:
+        if row.event_id in lost_in:
+            row = dataclasses.replace(row, lost_in=lost_in[row.event_id])
         out.append(row)
         if row.event_id is not None:
             out += after.get(row.event_id, [])

@@ -45,6 +45,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from tfolab.lab.disagreements import (
     Arrival,
@@ -367,24 +368,41 @@ def in_send_order(rows: list[Row]) -> list[Row]:
     return out
 
 
+RaceEnd = Literal["carried", "late", "lost"]
+
+
 def _outcomes(rows: list[Row]) -> list[list[Row]]:
-    """The connection's rows under each combination of its races' late outcomes, the
-    model's own first (min keeps the first of equals): a race taken late drops its early
-    ACK and makes its late rows required; taken otherwise, drops them."""
+    """The connection's rows under each combination of its late-outcome races' ends, the
+    model's own first (min keeps the first of equals): "carried" (the FIN carries the
+    ACK, or the timer's early ACK leaves first) drops the late rows; "late" drops the
+    early ACK and makes the late rows required; "lost" (model/late_ack.py: the FIN lost
+    under the timer's ACK) makes the early ACK required and drops the late rows and the
+    peer's last ACK."""
     groups = sorted({r.race_group for r in rows if r.race_outcome == "late"})
-    outcomes = []
-    for late in itertools.product((False, True), repeat=len(groups)):
-        taken = {g for g, is_late in zip(groups, late, strict=True) if is_late}
-        outcomes.append(
-            [
-                dataclasses.replace(r, optional=False) if r.race_group in taken
-                and r.race_outcome in ("late", "answer") else r
-                for r in rows
-                if not (r.race_group in taken and r.race_outcome == "early")
-                and not (r.race_group not in taken and r.race_outcome in ("late", "answer"))
-            ]
-        )  # fmt: skip
-    return outcomes
+    ends: tuple[RaceEnd, ...] = ("carried", "late", "lost")
+    combinations = (
+        dict(zip(groups, chosen, strict=True))
+        for chosen in itertools.product(ends, repeat=len(groups))
+    )
+    return [[_as_ended(r, ended) for r in rows if _kept(r, ended)] for ended in combinations]
+
+
+def _kept(row: Row, ended: dict[int, RaceEnd]) -> bool:
+    late_row = row.race_outcome in ("late", "answer")
+    end = ended.get(row.race_group)
+    if late_row and end != "late":
+        return False
+    if row.race_outcome == "early" and end == "late":
+        return False
+    return not (row.lost_in and ended.get(row.lost_in) == "lost")
+
+
+def _as_ended(row: Row, ended: dict[int, RaceEnd]) -> Row:
+    end = ended.get(row.race_group)
+    required = (end == "late" and row.race_outcome in ("late", "answer")) or (
+        end == "lost" and row.race_outcome == "early"
+    )
+    return dataclasses.replace(row, optional=False) if required else row
 
 
 def _connection(model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
@@ -412,6 +430,7 @@ def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
         and (
             (p.model.optional and not p.kernel)
             or (p.model.race_outcome == "late" and p.kernel is not None)
+            or (p.model.race_outcome == "early" and _fin_lost(p.model, pairs_, model))
             or (
                 p.kernel is not None
                 and p.model.merged_ack is not None
@@ -420,6 +439,14 @@ def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
         )
     )
     return named, used
+
+
+def _fin_lost(early: Row, pairs_: Sequence[Pair], model: Sequence[Row]) -> bool:
+    """Was this early ACK's race taken as the lost FIN: its peer's last ACK is a model row
+    but in no pair?"""
+    last = {r.event_id for r in model if r.lost_in and r.lost_in == early.race_group}
+    paired = {p.model.event_id for p in pairs_ if p.model is not None}
+    return bool(last) and not last & paired
 
 
 @dataclass(frozen=True)

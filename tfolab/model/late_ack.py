@@ -1,9 +1,10 @@
-"""A race ACK that arrives late: at D = 0 it may reach the peer after the FIN it raced.
+"""A race ACK and its FIN at D = 0: the ACK may arrive after the FIN, or the FIN be lost.
 
 A delayed-ACK timer that may beat the application's segment (Timer.race, see
 output._ack_sent) has two outcomes the comparison already accepts: the FIN
 carries the ACK, or the timer's pure ACK leaves just before it. This module
-states a third, and what the kernel does in it (Linux 6.1 and 6.18 alike).
+states a third and a fourth, and what the kernel does in them (Linux 6.1 and
+6.18 alike).
 
 Rules:
 - Only without a delay (D = 0). The timer's ACK leaves from the timer's
@@ -29,6 +30,21 @@ Rules:
 - That RST sits exactly at the TIME_WAIT socket's rcv_nxt, so
   tcp_timewait_state_process kills the socket (RFC 1337's assassination,
   done while net.ipv4.tcp_rfc1337 = 0, the default). Nothing more is sent.
+
+A fourth outcome, of the same race and under the same conditions, loses the
+FIN. The timer's ACK and the FIN reach the peer on two CPUs at once; the ACK's
+CPU takes the peer's socket from FIN_WAIT1 to FIN_WAIT2 and, the socket being
+orphaned by close() and tcp_fin_time not above TCP_TIMEWAIT_LEN (the default),
+replaces it with a TIME_WAIT socket (tcp_rcv_state_process, TCP_FIN_WAIT1 ->
+tcp_time_wait -> tcp_done). The FIN's CPU had looked the full socket up
+before that and waited in bh_lock_sock; it then hands the FIN to a socket in
+TCP_CLOSE, which tcp_rcv_state_process discards (SKB_DROP_REASON_TCP_CLOSE).
+The kernel's own comment there names it: "We still can lose it now, if it
+spins in bh_lock_sock(), but it is really marginal case" (6.1 and 6.12 read
+alike). So the timer's ACK arrives and the peer's last ACK never leaves; the
+FIN is sent again by its loss probe or RTO, at least TCP_RTO_MIN (200 ms)
+later, after the capture's tail. Seen once on 6.18 (`fastopen cookie` at
+D = 0, connection 2 of 3: the ACK and the FIN 1 us apart, no last ACK).
 
 A race whose carrier is data, not a FIN, has no late outcome here: the model
 does not state what the peer answers to an ACK older than what it has seen.
@@ -61,7 +77,9 @@ class LateArrival:
 
     timer: int  # the race Timer's id
     carrier: int  # the FIN segment the timer raced
-    last_ack: int  # the peer's last ACK (of that FIN), which TIME_WAIT's answer repeats
+    # the peer's last ACK (of that FIN): TIME_WAIT's answer repeats it; the lost FIN's
+    # outcome has none
+    last_ack: int
     after: tuple[LateSegment, ...]  # arriving after the carrier, in order
 
 

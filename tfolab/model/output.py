@@ -157,7 +157,11 @@ def _ack_sent(sock: TcpSock, now: int, event_id: int, what: str) -> None:
                 "enqueue_to_backlog), the timer's on one, the close()'s on another. If the "
                 "FIN has put the client in TIME_WAIT, it answers the old ACK with its own "
                 "last ACK (tcp_timewait_state_process), and the server's host, whose socket "
-                "that last ACK closed, resets (tcp_v4_send_reset; 6.1 and 6.18, late_ack.py)"
+                "that last ACK closed, resets (tcp_v4_send_reset; 6.1 and 6.18, late_ack.py). "
+                "Or both arrive at once on the two CPUs: the ACK moves the closed client to "
+                "TIME_WAIT while the FIN waits in bh_lock_sock, and the FIN then meets a "
+                "socket in TCP_CLOSE, which tcp_rcv_state_process drops: no last ACK, and "
+                "the FIN is sent again 200 ms or more later, after the capture"
             )
     sock.env.recorder.timer(
         now,
