@@ -163,6 +163,9 @@ def accept_syn(
     sock.rcv_nxt = wire.seq + 1
     if decision.accept_data:
         sock.tfo_child = True
+        # tcp_fastopen_create_child -> tcp_init_transfer: the clamp is set now, from the
+        # advmss that has not yet lost the timestamps (6.1 and 6.18)
+        sock.rspace.init_buffer_space()
         sock.fastopen_child_mss(wire.window)
         sock.rcv_buf += wire.payload
         sock.rcv_nxt += len(wire.payload)
@@ -188,8 +191,16 @@ def accept_syn(
 
 
 def ack_of_synack(sock: TcpSock) -> None:
-    """The ACK of the SYN-ACK: ESTABLISHED; a Fast Open child leaves the TFO queue."""
+    """The ACK of the SYN-ACK: ESTABLISHED; a Fast Open child leaves the TFO queue.
+
+    tcp_rcv_state_process, TCP_SYN_RECV (6.1, 6.12): the advmss loses the timestamps
+    first, then a child that is not Fast Open's runs tcp_init_transfer, so its
+    window_clamp keeps one MSS without them in reserve (65536 - 8948 at MTU 9000:
+    the window 443 x 128 that 6.1 offers, not 442).
+    """
     sock.move(TcpEvent.RECV_ACK_OF_SYN)
     sock.timestamps_on()
+    if not sock.tfo_child:
+        sock.rspace.init_buffer_space()
     if sock.tfo_child and sock.fastopen_queue is not None:
         sock.fastopen_queue.pending -= 1

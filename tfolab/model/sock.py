@@ -132,10 +132,6 @@ class TcpSock:
         # software (skb_segment) into fresh skbs; one segment, or any at lo's MTU, is a clone
         self.software_gso = mtu < LOOPBACK_MTU
         self.rspace.initial_window(peer_timestamps_seen=side == "server")
-        if side == "server":
-            # tcp_init_transfer runs as the child is made (before its advmss loses the
-            # timestamps); the client's runs at the SYN-ACK, after (timestamps_on)
-            self.rspace.init_buffer_space()
         # tcp_add_backlog: while the application holds the socket (a read that
         # only just ran), segments of one burst may be merged into one
         self.app_busy_until_ns = -1  # the application may hold the socket lock until then
