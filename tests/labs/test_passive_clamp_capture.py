@@ -1,0 +1,79 @@
+"""A passive child's window clamp keeps one MSS without the timestamps in reserve (6.1).
+
+tcp_rcv_state_process (TCP_SYN_RECV) takes the timestamps off the advmss, then
+runs tcp_init_transfer -> tcp_init_buffer_space: window_clamp = 65536 - 8948 at
+MTU 9000, and once rcv_ssthresh is clamped there the server offers
+ALIGN(56588, 128) = 443 x 128. A Fast Open child runs tcp_init_transfer at
+creation (tcp_fastopen_create_child), before the advmss loses them. Captured in
+CI's VM (Debian's 6.1, netem, tcp_rmem 4096 131072 6291456, window scale 7):
+handshake plain at MTU 9000 with a 17000-byte request at D = 0 and a
+17000-byte answer at D = 10 ms.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from tfolab.lab import packets
+from tfolab.lab.catalog import find_lab
+from tfolab.lab.plan import plan
+from tfolab.model import Segment, Simulation, simulate
+from tfolab.model.captured import CapturedRow
+from tfolab.model.rcv_space import receive_memory_for
+
+CAPTURES = Path(__file__).parent / "captures"
+RMEM = (4096, 131072, 6291456)
+CASES = {
+    "handshake-17000-mtu9000-d0-6.1": ("handshake", "plain", {"request_bytes": "17000"}),
+    "handshake-answer-17000-mtu9000-d10-6.1": ("handshake", "plain", {"response_bytes": "17000"}),
+}
+
+
+def model(lab: str, scenario: str, settings: dict[str, str], delay_ms: float) -> Simulation:
+    (planned,) = plan(
+        find_lab(lab), scenario, 3, {"mtu": "9000", **settings}, delay_ms=delay_ms
+    ).scenarios
+    return simulate(
+        planned.config,
+        one_way_delay_ms=delay_ms,
+        iterations=3,
+        hz=250,
+        receive_space_bytes=RMEM[2],
+        receive_memory=receive_memory_for((6, 1), RMEM[1], RMEM[2]),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_capture_agrees(name: str) -> None:
+    data = json.loads((CAPTURES / f"{name}.json").read_text())
+    rows = msgspec.convert(data["captured"], list[CapturedRow])
+    lab, scenario, settings = CASES[name]
+    comparison = packets.compare(model(lab, scenario, settings, data["delay_ms"]), rows, {})
+    assert comparison.sentences == []
+
+
+def _server_windows(sim: Simulation, connection: int = 2) -> list[tuple[int, int]]:
+    """(ack, window) of the server's segments after its SYN-ACK, in one connection."""
+    return [
+        (e.ack, e.window)
+        for e in sim.events
+        if isinstance(e, Segment) and e.sender == "server" and e.connection == connection
+        and "SYN" not in e.flags
+    ]  # fmt: skip
+
+
+def test_the_server_offers_the_clamp_aligned_up_443_not_442() -> None:
+    """Once the request is read the window is the clamp again: 443 (441 while the second
+    segment is unread)."""
+    windows = _server_windows(model("handshake", "plain", {"request_bytes": "17000"}, 0))
+    assert windows == [(8949, 443), (17001, 441), (17001, 443), (17001, 443), (17002, 443)]
+
+
+def test_a_fast_open_child_reserves_the_whole_advmss() -> None:
+    """Its clamp is 65536 - 8960 = 56576: exactly 442 x 128."""
+    windows = _server_windows(model("fastopen", "cookie", {"request_bytes": "17000"}, 0))
+    assert {window for _, window in windows} == {442}
