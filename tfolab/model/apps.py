@@ -121,6 +121,7 @@ class ClientScript:
             request_bytes=len(request),
             mtu=cfg.mtu,
             use_fastopen=True,
+            syn_data_linear=self.ep.sock.env.rmem.syn_data_linear,
         )
         if cfg.client_fastopen == "sendto":
             event = self.call(

@@ -39,6 +39,11 @@ Rules (each the reason the kernel would leave the model's world):
   captures until 4D + CAPTURE_TAIL_MS after it, so from D = (1 s - tail -
   margin) / 2 the capture holds a segment that needs the timer model. Seen
   on 6.18 at D = 497 ms: the SYN-ACK again, 1016 ms after the first.
+- A replayed SYN carries the whole request: before 6.5 a SYN holds at most
+  3456 bytes of data (tcp_send_syn_data builds them into one page's linear
+  head, fastopen.syn_data_space), so replay_syn with a longer request,
+  which the settings' own check (made for any kernel) lets through up to
+  the MSS less 40, is refused on such a kernel.
 - A write of more than five segments and more than 7240 bytes that leaves
   as several skbs, one of them a GSO packet, reaches a reader woken by the
   first while the rest arrive: the windows its ACKs advertise then follow a
@@ -58,6 +63,7 @@ import math
 from collections import Counter
 
 from tfolab.model.events import Event, Segment
+from tfolab.model.fastopen import syn_data_space
 from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.rcv_space import RcvSpace, ReceiveMemory
 from tfolab.model.scenario import CAPTURE_TAIL_MS, ScenarioConfig
@@ -129,7 +135,20 @@ def refusal(
         reason = _message_refusal(config, name, size, receive_memory, wscale, iterations)
         if reason:
             return reason
-    return _timer_refusal(config, delay_ms)
+    return _replay_refusal(config, receive_memory) or _timer_refusal(config, delay_ms)
+
+
+def _replay_refusal(config: ScenarioConfig, receive_memory: ReceiveMemory) -> str | None:
+    """Why this kernel's SYN cannot carry the request a replay needs whole, or None."""
+    room = syn_data_space(config.mtu, linear=receive_memory.syn_data_linear)
+    if not config.replay_syn or config.request_bytes <= room:
+        return None
+    return (
+        f"replay_syn replays a SYN that carries the whole request, but this kernel (before "
+        f"6.5) puts at most {room} bytes of data in a SYN (tcp_send_syn_data: one page's "
+        f"linear head) and request_bytes = {config.request_bytes}; set request_bytes to "
+        f"{room} or less"
+    )
 
 
 def _message_refusal(

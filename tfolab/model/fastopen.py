@@ -8,7 +8,10 @@ Rules (net/ipv4/tcp_fastopen.c, tcp_output.c, tcp_input.c, tcp_metrics.c):
   only; the model derives it deterministically from the key generation.
 - Client (tcp_send_syn_data / tcp_fastopen_cookie_check): with a cached cookie
   the SYN carries it and min(data, MTU - 40 - 40) bytes (MAX_TCP_OPTION_SPACE
-  is reserved: 1420 B at MTU 1500); with 0x4 the SYN carries data and no
+  is reserved: 1420 B at MTU 1500), at most what the skb can hold: before
+  6.5 a linear head of one page ("limit to order-0 allocations":
+  SKB_MAX_HEAD(MAX_TCP_HEADER), 3456 B), from 6.5 the page fragment it is
+  copied into (32 KiB); with 0x4 the SYN carries data and no
   option; otherwise a regular SYN with an empty cookie option (a request),
   in the experimental kind 254 when the previous request went unanswered
   (try_exp 1), and back to kind 34 after that (try_exp 2).
@@ -29,6 +32,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from tfolab.model.events import CookieInfo
+from tfolab.model.rcv_space import MAX_TCP_HEADER, SHINFO_BYTES
 
 TFO_CLIENT_ENABLE = 0x1
 TFO_SERVER_ENABLE = 0x2
@@ -37,7 +41,10 @@ TFO_SERVER_COOKIE_NOT_REQD = 0x200
 TFO_SERVER_WO_SOCKOPT1 = 0x400
 MAX_TCP_OPTION_SPACE = 40
 TFO_COOKIE_LEN = 8
-SYN_DATA_FRAG_LIMIT = 32768  # the page fragment the SYN data is copied into
+SYN_DATA_FRAG_LIMIT = 32768  # the page fragment the SYN data is copied into (6.5+)
+PAGE_SIZE = 4096
+# before 6.5: SKB_MAX_HEAD(MAX_TCP_HEADER), the data an order-0 linear head holds
+SYN_DATA_HEAD_LIMIT = PAGE_SIZE - MAX_TCP_HEADER - SHINFO_BYTES
 
 
 def cookie_for(key_generation: int) -> str:
@@ -48,10 +55,13 @@ def cookie_for(key_generation: int) -> str:
     return digest.hexdigest()
 
 
-def syn_data_space(mtu: int) -> int:
-    """How many bytes of data a SYN can carry: MSS without options, minus 40."""
+def syn_data_space(mtu: int, *, linear: bool) -> int:
+    """How many bytes of data a SYN can carry (tcp_send_syn_data): MSS without options,
+    minus 40, at most what its skb holds: one page's linear head where the kernel still
+    builds it so (`linear`, before 6.5: 3456 B), else its page fragment."""
     mss_no_options = min(mtu, 65535) - 20 - 20
-    return max(0, min(mss_no_options - MAX_TCP_OPTION_SPACE, SYN_DATA_FRAG_LIMIT))
+    limit = SYN_DATA_HEAD_LIMIT if linear else SYN_DATA_FRAG_LIMIT
+    return max(0, min(mss_no_options - MAX_TCP_OPTION_SPACE, limit))
 
 
 @dataclass
@@ -77,17 +87,25 @@ class SynPlan:
 
 
 def plan_client_syn(
-    *, sysctl: int, cache: CookieCache, request_bytes: int, mtu: int, use_fastopen: bool
+    *,
+    sysctl: int,
+    cache: CookieCache,
+    request_bytes: int,
+    mtu: int,
+    use_fastopen: bool,
+    syn_data_linear: bool = False,
 ) -> SynPlan:
+    """What the client's SYN carries; `syn_data_linear`: the kernel builds the SYN's data
+    into a linear head (before 6.5, ReceiveMemory.syn_data_linear)."""
     if not use_fastopen:
         return SynPlan(False, None, 0, "a plain SYN: the client does not use Fast Open")
     if sysctl & TFO_CLIENT_NO_COOKIE:
-        size = min(request_bytes, syn_data_space(mtu))
+        size = min(request_bytes, syn_data_space(mtu, linear=syn_data_linear))
         return SynPlan(
             True, None, size, "tcp_fastopen has 0x4: the SYN carries data without any cookie"
         )
     if cache.cookie_hex:
-        size = min(request_bytes, syn_data_space(mtu))
+        size = min(request_bytes, syn_data_space(mtu, linear=syn_data_linear))
         info = CookieInfo(34, TFO_COOKIE_LEN, cache.cookie_hex, cache.key_generation)
         more = "" if size == request_bytes else f" (the first {size} B of {request_bytes})"
         return SynPlan(True, info, size, f"the SYN carries the cached cookie and the request{more}")
