@@ -77,3 +77,33 @@ def test_a_fast_open_child_reserves_the_whole_advmss() -> None:
     """Its clamp is 65536 - 8960 = 56576: exactly 442 x 128."""
     windows = _server_windows(model("fastopen", "cookie", {"request_bytes": "17000"}, 0))
     assert {window for _, window in windows} == {442}
+
+
+def test_a_late_first_iteration_does_not_hide_a_later_lock_point() -> None:
+    """CI's VM, handshake plain at MTU 9000 with a 17000-byte request at D = 0: the
+    client's read of the echo's first segment held the socket as the second arrived, so
+    its ACK offered 440 (the second charged twice: queued, and in sk_backlog.len). Under
+    emulation iteration 1 arrived 3 ms later than the model says; the search for lock
+    points used to start from that first (timing-only) disagreement and never tried the
+    one in iteration 2."""
+    from tests.captured_from_model import as_captured
+    from tfolab.lab.packet_rows import model_rows
+    from tfolab.model.simulation import with_lock_early
+
+    sim = model("handshake", "plain", {"request_bytes": "17000"}, 0)
+    take = next(
+        p
+        for p in sim.lock_points
+        if (p.connection, p.side, p.end, p.kind) == (2, "client", 8949, "take")
+    )
+    kernel_sim = with_lock_early(sim, frozenset({take.key}))
+    rows = model_rows(kernel_sim)
+    # every segment 3 ms later than the model's clock; only iteration 1's start was
+    # measured that early (the emulated client's first connect took the 3 ms)
+    captured = as_captured((r for r in rows if not r.optional), late_ms={1: 3.0, 2: 3.0, 3: 3.0})
+    model_starts = packets.model_starts(kernel_sim)
+    starts = {i: t + (0.0 if i == 1 else 3.0) for i, t in model_starts.items() if i}
+    comparison = packets.compare(sim, captured, starts)
+    wrong = [d for d in comparison.disagreements if not d.timing_only]
+    assert wrong == [] and comparison.simulation.lock_early == frozenset({take.key})
+    assert any(d.timing_only for d in comparison.disagreements)  # iteration 1 is late

@@ -270,9 +270,12 @@ def _opened_by(chosen: frozenset[ReaderChoice], take: ReaderChoice) -> set[Reade
 
 
 def _first_wrong_event(aligned: Sequence[Pair]) -> int:
-    """The model's event id of the earliest disagreement: its own row's, or for a
-    segment only the kernel sent, the model's row before it in that direction."""
-    first = None
+    """The model's event id of the earliest disagreement about TCP (of any, where only
+    times disagree): its own row's, or for a segment only the kernel sent, the model's
+    row before it in that direction. A time is not a segment: on a slow host (CI's
+    emulated VM) the first iterations arrive late, and anchoring there would keep the
+    search from the lock point that explains a later window."""
+    first: dict[bool, int] = {}
     last_model: dict[tuple[int, str], int] = {}
     for pair in aligned:
         row = pair.model or pair.kernel
@@ -282,8 +285,9 @@ def _first_wrong_event(aligned: Sequence[Pair]) -> int:
             last_model[direction] = pair.model.event_id
         if pair.disagreement is not None:
             anchor = last_model.get(direction, 0)
-            first = anchor if first is None else min(first, anchor)
-    return first if first is not None else 0
+            timing = pair.disagreement.timing_only
+            first[timing] = min(first.get(timing, anchor), anchor)
+    return first.get(False, first.get(True, 0))
 
 
 def _cost(aligned: Iterable[Pair]) -> tuple[int, int]:
