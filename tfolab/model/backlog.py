@@ -26,15 +26,7 @@ Rules (Linux 6.1 and 6.18 unless said):
   receiver holds the sender's own clone (rcv_space.py), so only a tail cut in
   software (`Wire.fresh`: a GSO packet segmented below lo's MTU) takes
   another. The merged skb keeps the largest segment as gso_size, which
-  tcp_measure_rcv_mss reads (`Wire.gso_size`). "The same options" includes
-  the timestamps (memcmp of everything after the TCP header; 6.1 and 6.18):
-  segments the model sends at one instant carry one TSval, but the sender's
-  1 ms timestamp clock may tick between two of them, and then they wait
-  apart. That is a race (`tick`, a "tick" lock point in loop.py), seen in
-  CI's emulated VM (6.1, fastopen cookie at MTU 576, a 2500-byte answer at
-  D = 10 ms arriving while connect() held the socket): the client acked
-  525, 1573 and 2501 from three backlog skbs where one merged skb gives one
-  ACK.
+  tcp_measure_rcv_mss reads (`Wire.gso_size`).
 - `release` is release_sock -> __release_sock: the backlog's segments are
   processed in order by the ordinary receive path (tcp_v4_do_rcv ->
   tcp_rcv_established), while sk_backlog.len still counts all of them; it is
@@ -86,25 +78,14 @@ def own(sock: TcpSock, *, blocking: bool) -> Owner:
     return owner
 
 
-def mergeable(sock: TcpSock, wire: Wire) -> bool:
-    """Would tcp_add_backlog merge this segment into the backlog's last skb?"""
-    owner = sock.owner
-    return (
-        owner is not None and bool(owner.backlog) and _merged(owner.backlog[-1], wire) is not None
-    )
-
-
-def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True, tick: bool = False) -> None:
+def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True) -> None:
     """tcp_add_backlog: the segment waits, charged to sk_backlog.len by its truesize, or
     joins the backlog's last skb where skb_try_coalesce may (`_merged`). `merge` False:
     __release_sock has already taken the list (sk_backlog.tail is NULL), so there is no
-    skb to join, while sk_backlog.len still counts the ones taken. `tick`: the sender's
-    timestamp clock ticked between the tail and this segment, so their options differ
-    and tcp_add_backlog will not merge them (a named race, `TICK` below)."""
+    skb to join, while sk_backlog.len still counts the ones taken."""
     owner = sock.owner
     assert owner is not None
-    can_merge = owner.backlog and merge and not tick
-    merged = _merged(owner.backlog[-1], wire) if can_merge else None
+    merged = _merged(owner.backlog[-1], wire) if owner.backlog and merge else None
     if merged is not None:
         owner.backlog[-1] = merged
         sock.rspace.backlog += len(wire.payload)  # skb_try_coalesce's delta: its frags
@@ -112,7 +93,7 @@ def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True, tick: bool =
     else:
         owner.backlog.append(wire)
         sock.rspace.backlog += sock.rspace.truesize(len(wire.payload))  # sk_add_backlog
-        how = f"waits in the backlog (tcp_add_backlog){TICK if tick else ''}"
+        how = "waits in the backlog (tcp_add_backlog)"
     sock.note(
         now,
         f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) {how}: the "
@@ -120,14 +101,6 @@ def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True, tick: bool =
         wire.event_id,
         "the socket is owned by its reader",
     )
-
-
-TICK = (
-    ", not merged into its last skb: the sender's timestamp clock (1 ms) ticked between "
-    "the two, and tcp_add_backlog merges only segments with the same options (a race: "
-    "segments sent microseconds apart straddle a tick now and then, those of an "
-    "emulated host often)"
-)
 
 
 def _merged(tail: Wire, wire: Wire) -> Wire | None:

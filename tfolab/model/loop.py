@@ -33,9 +33,7 @@ Rules:
   others keep the default: the reader runs after the kernel's work and the
   waker's next calls at that instant. Which one the kernel took is the
   host's scheduling; the comparison looks for the choices the capture shows
-  (a named race per lock point, counted). A segment that would join the
-  backlog's last skb is a "tick" point too: taken, the sender's timestamp
-  clock ticked between the two and they wait apart (backlog.py).
+  (a named race per lock point, counted).
 - Time never goes back: the loop refuses an action scheduled in the past.
 - Segments are delivered exactly D after they leave (the link); timers are
   the deadlines the endpoints report (Env.call_at), checked lazily: a stale
@@ -91,16 +89,14 @@ class LockPoint:
     """An instant where a woken reader may take its socket before its peer sends more
     ("take"), or, holding it, let it go before the next segment arrives ("release"), or
     be processing its backlog already when it arrives ("detach"), or, a blocking read(),
-    have ended its copy loop already, its tcp_cleanup_rbuf still to run ("stopped"); or
-    where the segment would join the backlog's last skb, the sender's timestamp clock
-    ticked between the two, so they wait apart ("tick", backlog.py):
+    have ended its copy loop already, its tcp_cleanup_rbuf still to run ("stopped"):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
     connection: int
     side: Side  # the reader's
     end: int  # where the data segment just received (or arriving) ends
-    kind: Literal["take", "release", "detach", "stopped", "tick"] = "take"
+    kind: Literal["take", "release", "detach", "stopped"] = "take"
     event_id: int = 0  # that segment (in this timeline)
 
     @property
@@ -494,12 +490,7 @@ class World:
             if stopped.key in self.lock_early:
                 receiver.stop_copying(now)
         detach = detached.key in self.lock_early
-        tick = False
-        if not detach and backlog.mergeable(receiver.sock, wire):
-            ticked = LockPoint(conn.number, side, end, "tick", wire.event_id)
-            self.lock_points.append(ticked)
-            tick = ticked.key in self.lock_early
-        backlog.add(receiver.sock, now, wire, merge=not detach, tick=tick)  # tcp_add_backlog
+        backlog.add(receiver.sock, now, wire, merge=not detach)  # tcp_add_backlog
         if detach:
             self._release(now, conn, side, wire.event_id)
         return False
