@@ -362,10 +362,13 @@ def test_a_fin_lost_under_the_timers_ack_agrees_at_d0_and_counts_as_a_race() -> 
     # Each connection's race used once: two FINs carried the ACK, one was lost under it.
     assert packets.race_count(aligned, model) == (3, 3)
     # Without the timer's ACK nothing moved the client to TIME_WAIT: the FIN is answered.
-    no_early = [
-        r for r in kernel if not (r.connection == 2 and r.flags == ["ACK"] and r.sender == "server")
-    ]
-    assert len(_diff(sim, no_early)) == 1
+    timers_ack = next(
+        r for r in kernel if (r.connection, r.sender, r.flags, r.ack) == (2, "server", ["ACK"], 18)
+    )
+    said = _diff(sim, [r for r in kernel if r is not timers_ack])
+    assert len(said) == 1, said
+    assert said[0].startswith("connection 2, client: the model has ACK seq 18 ack 18")
+    assert "the kernel sent no such segment" in said[0]
 
 
 def test_with_a_delay_a_missing_last_ack_is_a_disagreement() -> None:

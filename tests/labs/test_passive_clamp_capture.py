@@ -18,12 +18,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from tests.captured_from_model import as_captured
 from tfolab.lab import packets
 from tfolab.lab.catalog import find_lab
+from tfolab.lab.packet_rows import model_rows
 from tfolab.lab.plan import plan
 from tfolab.model import Segment, Simulation, simulate
 from tfolab.model.captured import CapturedRow
 from tfolab.model.rcv_space import receive_memory_for
+from tfolab.model.simulation import with_lock_early
 
 CAPTURES = Path(__file__).parent / "captures"
 RMEM = (4096, 131072, 6291456)
@@ -86,9 +89,6 @@ def test_a_late_first_iteration_does_not_hide_a_later_lock_point() -> None:
     emulation iteration 1 arrived 3 ms later than the model says; the search for lock
     points used to start from that first (timing-only) disagreement and never tried the
     one in iteration 2."""
-    from tests.captured_from_model import as_captured
-    from tfolab.lab.packet_rows import model_rows
-    from tfolab.model.simulation import with_lock_early
 
     sim = model("handshake", "plain", {"request_bytes": "17000"}, 0)
     take = next(

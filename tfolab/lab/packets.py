@@ -30,7 +30,14 @@ Rules:
   ends TIME_WAIT, in either of two ways (other_replay_orders). At any delay each lock point is one,
   where a woken reader (or accept()) may take its socket while its peer's
   segments still arrive (model/backlog.py): the comparison takes the ones that remove
-  disagreements, one at a time (`_reader_races`), and counts them used.
+  disagreements, one at a time (`_reader_races`), and counts them used. Each
+  round tries the points up to the earliest disagreement about TCP; a late
+  arrival alone (a slow host's first iteration) is no place to stop.
+- A delayed-ACK race against a FIN at D = 0 ends one of three ways
+  (model/late_ack.py): carried (the FIN carries the ACK, or the timer's ACK
+  leaves just before), late (the timer's ACK arrives after the FIN, and what
+  answers it), or lost (the FIN is lost under the timer's ACK: no last ACK).
+  Every combination of a connection's races is tried, the model's own first.
 - Without a delay, each run of one side's pure ACKs is compared in the order
   it was sent, not the order it arrived (`in_send_order`: two CPUs' backlogs).
 - `compare` gives one PacketComparison: every pair of the alignment with its
@@ -420,7 +427,9 @@ def _connection(model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pa
 
 def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
     """(races the model named, races used): optional rows and merged ACKs, and those the
-    kernel took the other way (an optional row it did not send, a merged ACK it sent)."""
+    kernel took the other way (an optional row it did not send, a late outcome, a FIN
+    lost under its timer's ACK, a merged ACK it sent)."""
+    paired = {p.model.event_id for p in pairs_ if p.model is not None}
     named = sum(
         1
         for row in model
@@ -434,7 +443,7 @@ def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
         and (
             (p.model.optional and not p.kernel)
             or (p.model.race_outcome == "late" and p.kernel is not None)
-            or (p.model.race_outcome == "early" and _fin_lost(p.model, pairs_, model))
+            or (p.model.race_outcome == "early" and _fin_lost(p.model, paired, model))
             or (
                 p.kernel is not None
                 and p.model.merged_ack is not None
@@ -445,11 +454,10 @@ def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
     return named, used
 
 
-def _fin_lost(early: Row, pairs_: Sequence[Pair], model: Sequence[Row]) -> bool:
+def _fin_lost(early: Row, paired: set[int | None], model: Sequence[Row]) -> bool:
     """Was this early ACK's race taken as the lost FIN: its peer's last ACK is a model row
-    but in no pair?"""
+    but in no pair (`paired`: the event ids of the pairs' model rows)?"""
     last = {r.event_id for r in model if r.lost_in and r.lost_in == early.race_group}
-    paired = {p.model.event_id for p in pairs_ if p.model is not None}
     return bool(last) and not last & paired
 
 

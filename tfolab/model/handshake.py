@@ -164,7 +164,7 @@ def accept_syn(
     if decision.accept_data:
         sock.tfo_child = True
         # tcp_fastopen_create_child -> tcp_init_transfer: the clamp is set now, from the
-        # advmss that has not yet lost the timestamps (6.1 and 6.18)
+        # advmss that has not yet lost the timestamps (6.1 and 6.18 alike)
         sock.rspace.init_buffer_space()
         sock.fastopen_child_mss(wire.window)
         sock.rcv_buf += wire.payload
@@ -193,10 +193,14 @@ def accept_syn(
 def ack_of_synack(sock: TcpSock) -> None:
     """The ACK of the SYN-ACK: ESTABLISHED; a Fast Open child leaves the TFO queue.
 
-    tcp_rcv_state_process, TCP_SYN_RECV (6.1, 6.12): the advmss loses the timestamps
-    first, then a child that is not Fast Open's runs tcp_init_transfer, so its
-    window_clamp keeps one MSS without them in reserve (65536 - 8948 at MTU 9000:
-    the window 443 x 128 that 6.1 offers, not 442).
+    tcp_rcv_state_process, TCP_SYN_RECV: the advmss loses the timestamps first, then
+    a child that is not Fast Open's runs tcp_init_transfer, so its window_clamp keeps
+    one MSS without them in reserve (65536 - 8948 at MTU 9000: the window 443 x 128
+    that CI's 6.1 offers, not 442). That order is commit cd171461b90a ("tcp: fix
+    initial tp->rcvq_space.space value for passive TS enabled flows", 6.16, taken
+    into the stable kernels in June 2025, Debian's 6.1 among them); a kernel built
+    before it ran tcp_init_transfer first and would offer 442. The model follows the
+    fixed order for every release: the release number alone cannot tell them apart.
     """
     sock.move(TcpEvent.RECV_ACK_OF_SYN)
     sock.timestamps_on()

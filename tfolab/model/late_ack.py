@@ -43,8 +43,9 @@ The kernel's own comment there names it: "We still can lose it now, if it
 spins in bh_lock_sock(), but it is really marginal case" (6.1 and 6.12 read
 alike). So the timer's ACK arrives and the peer's last ACK never leaves; the
 FIN is sent again by its loss probe or RTO, at least TCP_RTO_MIN (200 ms)
-later, after the capture's tail. Seen once on 6.18 (`fastopen cookie` at
-D = 0, connection 2 of 3: the ACK and the FIN 1 us apart, no last ACK).
+later, after the capture's tail. Seen on 6.18 (`fastopen cookie` at D = 0,
+connection 2 of 3: the ACK and the FIN 1 us apart, no last ACK), and the same
+symptom once on 6.1 (`invalid-cookie`, which has the same race).
 
 A race whose carrier is data, not a FIN, has no late outcome here: the model
 does not state what the peer answers to an ACK older than what it has seen.
