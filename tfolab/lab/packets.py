@@ -205,7 +205,10 @@ def _reader_races(
         for point in sorted(sim.lock_points, key=lambda p: -p.event_id):
             if point.event_id > first:
                 continue  # after the first disagreement: it cannot be its cause
-            if point.kind != "take" and (point.connection, point.side) not in holding:
+            if (
+                point.kind not in ("take", "split")
+                and (point.connection, point.side) not in holding
+            ):
                 continue  # a release or detach point belongs with its take (below)
             taken = attempt(sim.lock_early | {point.key})
             if taken is None:

@@ -26,7 +26,15 @@ Rules (Linux 6.1 and 6.18 unless said):
   receiver holds the sender's own clone (rcv_space.py), so only a tail cut in
   software (`Wire.fresh`: a GSO packet segmented below lo's MTU) takes
   another. The merged skb keeps the largest segment as gso_size, which
-  tcp_measure_rcv_mss reads (`Wire.gso_size`).
+  tcp_measure_rcv_mss reads (`Wire.gso_size`). A segment that arrives once
+  the owner's __release_sock has taken the list it would join (its loop sets
+  sk_backlog.head and .tail to NULL, then processes that list while the
+  socket stays owned) starts a new list, which later arrivals may join and
+  the same loop processes next (`split`, a "split" lock point in loop.py;
+  6.1 and 6.18 alike). Seen in CI's emulated VM (6.1, fastopen cookie at MTU
+  576, a 2500-byte answer at D = 10 ms: one GSO packet, one TSval, arriving
+  over 0.3 ms while connect()'s release_sock ran): the client acked 525, 1573
+  and 2501 from three lists, [1-525], [525-1573] and [1573-2501].
 - `release` is release_sock -> __release_sock: the backlog's segments are
   processed in order by the ordinary receive path (tcp_v4_do_rcv ->
   tcp_rcv_established), while sk_backlog.len still counts all of them; it is
@@ -78,14 +86,26 @@ def own(sock: TcpSock, *, blocking: bool) -> Owner:
     return owner
 
 
-def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True) -> None:
+def mergeable(sock: TcpSock, wire: Wire) -> bool:
+    """Would tcp_add_backlog merge this segment into the backlog's last skb?"""
+    owner = sock.owner
+    return (
+        owner is not None and bool(owner.backlog) and _merged(owner.backlog[-1], wire) is not None
+    )
+
+
+def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True, split: bool = False) -> None:
     """tcp_add_backlog: the segment waits, charged to sk_backlog.len by its truesize, or
     joins the backlog's last skb where skb_try_coalesce may (`_merged`). `merge` False:
     __release_sock has already taken the list (sk_backlog.tail is NULL), so there is no
-    skb to join, while sk_backlog.len still counts the ones taken."""
+    skb to join, while sk_backlog.len still counts the ones taken. `split`: the same,
+    but the release is still busy with the list it took: this segment starts a new
+    list that later arrivals may join, processed next by the same release (a named
+    race, `SPLIT` below)."""
     owner = sock.owner
     assert owner is not None
-    merged = _merged(owner.backlog[-1], wire) if owner.backlog and merge else None
+    can_merge = owner.backlog and merge and not split
+    merged = _merged(owner.backlog[-1], wire) if can_merge else None
     if merged is not None:
         owner.backlog[-1] = merged
         sock.rspace.backlog += len(wire.payload)  # skb_try_coalesce's delta: its frags
@@ -93,7 +113,7 @@ def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True) -> None:
     else:
         owner.backlog.append(wire)
         sock.rspace.backlog += sock.rspace.truesize(len(wire.payload))  # sk_add_backlog
-        how = "waits in the backlog (tcp_add_backlog)"
+        how = f"waits in the backlog (tcp_add_backlog){SPLIT if split else ''}"
     sock.note(
         now,
         f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) {how}: the "
@@ -101,6 +121,13 @@ def add(sock: TcpSock, now: int, wire: Wire, *, merge: bool = True) -> None:
         wire.event_id,
         "the socket is owned by its reader",
     )
+
+
+SPLIT = (
+    ", in a new list: the owner's __release_sock had already taken the list whose last "
+    "skb it would have joined, and processes this one after it (a race: the owner's "
+    "release runs on the other CPU while the segments arrive)"
+)
 
 
 def _merged(tail: Wire, wire: Wire) -> Wire | None:

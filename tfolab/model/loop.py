@@ -33,7 +33,10 @@ Rules:
   others keep the default: the reader runs after the kernel's work and the
   waker's next calls at that instant. Which one the kernel took is the
   host's scheduling; the comparison looks for the choices the capture shows
-  (a named race per lock point, counted).
+  (a named race per lock point, counted). A segment that would join the
+  backlog's last skb is a "split" point too: taken, the owner's release had
+  already taken that list, so the segment starts a new one, processed next
+  (backlog.py).
 - Time never goes back: the loop refuses an action scheduled in the past.
 - Segments are delivered exactly D after they leave (the link); timers are
   the deadlines the endpoints report (Env.call_at), checked lazily: a stale
@@ -89,14 +92,16 @@ class LockPoint:
     """An instant where a woken reader may take its socket before its peer sends more
     ("take"), or, holding it, let it go before the next segment arrives ("release"), or
     be processing its backlog already when it arrives ("detach"), or, a blocking read(),
-    have ended its copy loop already, its tcp_cleanup_rbuf still to run ("stopped"):
+    have ended its copy loop already, its tcp_cleanup_rbuf still to run ("stopped"); or
+    where the segment would join the backlog's last skb, the owner's release had taken
+    that list already and is still busy with it ("split", backlog.py):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
     connection: int
     side: Side  # the reader's
     end: int  # where the data segment just received (or arriving) ends
-    kind: Literal["take", "release", "detach", "stopped"] = "take"
+    kind: Literal["take", "release", "detach", "stopped", "split"] = "take"
     event_id: int = 0  # that segment (in this timeline)
 
     @property
@@ -490,7 +495,12 @@ class World:
             if stopped.key in self.lock_early:
                 receiver.stop_copying(now)
         detach = detached.key in self.lock_early
-        backlog.add(receiver.sock, now, wire, merge=not detach)  # tcp_add_backlog
+        split = False
+        if not detach and backlog.mergeable(receiver.sock, wire):
+            splits = LockPoint(conn.number, side, end, "split", wire.event_id)
+            self.lock_points.append(splits)
+            split = splits.key in self.lock_early
+        backlog.add(receiver.sock, now, wire, merge=not detach, split=split)  # tcp_add_backlog
         if detach:
             self._release(now, conn, side, wire.event_id)
         return False
