@@ -8,7 +8,10 @@ woken connect() ran; the client acked 525, 1573 and 2501, each window the
 never-shrink bound of the one before (507, 499, 492): __release_sock took [1-525],
 and while it processed that, [525-1573] and then [1573-2501] formed new lists.
 Merged into one list the five segments draw one ACK (2501). Two captures (a: connection
-3, b: connection 2).
+3, b: connection 2). And CI's own VM fuzz case (seed 2026, delack nagle at MTU 1143,
+D = 26.85 ms): the echo's first segment came 1.1 ms before the other three; the
+reader it woke held the socket as they arrived, and its release processed [2183] and
+[3274-3864] as two lists (ACKs 2183 at 495 and 3864 at 482, both bounds).
 """
 
 from __future__ import annotations
@@ -70,6 +73,33 @@ def test_without_split_points_the_captures_disagree(
     monkeypatch.setattr(backlog, "mergeable", lambda sock, wire: False)
     said = packets.compare(model(), _rows(name), {}).sentences
     assert len(said) == 1 and "ack 1573" in said[0] and "window 499" in said[0], said
+
+
+NAGLE = CAPTURES / "delack-nagle-3857-mtu1143-d26.85-6.1.json"
+
+
+def test_the_ci_fuzz_case_agrees_with_a_split_and_not_without(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = {"first_write_bytes": "3857", "mtu": "1143"}
+    (planned,) = plan(find_lab("delack"), "nagle", 1, settings, delay_ms=26.85).scenarios
+    rows = msgspec.convert(json.loads(NAGLE.read_text())["captured"], list[CapturedRow])
+
+    def model_of_it() -> Simulation:
+        return simulate(
+            planned.config,
+            one_way_delay_ms=26.85,
+            iterations=1,
+            hz=250,
+            receive_space_bytes=RMEM[2],
+            receive_memory=receive_memory_for((6, 1), RMEM[1], RMEM[2]),
+        )
+
+    comparison = packets.compare(model_of_it(), rows, {})
+    assert comparison.sentences == []
+    assert any(key[3] == "split" for key in comparison.simulation.lock_early)
+    monkeypatch.setattr(backlog, "mergeable", lambda sock, wire: False)
+    assert packets.compare(model_of_it(), rows, {}).sentences != []
 
 
 def _client_acks(sim: Simulation, connection: int) -> list[tuple[int | None, int]]:
