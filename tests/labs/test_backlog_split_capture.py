@@ -16,22 +16,14 @@ reader it woke held the socket as they arrived, and its release processed [2183]
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import msgspec
 import pytest
 
+from tests.labs import vm_captures
 from tfolab.lab import packets
-from tfolab.lab.catalog import find_lab
-from tfolab.lab.plan import plan
-from tfolab.model import Segment, Simulation, backlog, simulate
+from tfolab.model import Segment, Simulation, backlog
 from tfolab.model.captured import CapturedRow
-from tfolab.model.rcv_space import receive_memory_for
 from tfolab.model.simulation import with_lock_early
 
-CAPTURES = Path(__file__).parent / "captures"
-RMEM = (4096, 131072, 6291456)
 NAMES = [
     "fastopen-cookie-answer-2500-mtu576-d10-6.1-a",
     "fastopen-cookie-answer-2500-mtu576-d10-6.1-b",
@@ -39,21 +31,13 @@ NAMES = [
 
 
 def model() -> Simulation:
-    settings = {"mtu": "576", "response_bytes": "2500"}
-    (planned,) = plan(find_lab("fastopen"), "cookie", 3, settings, delay_ms=10).scenarios
-    return simulate(
-        planned.config,
-        one_way_delay_ms=10,
-        iterations=3,
-        hz=250,
-        receive_space_bytes=RMEM[2],
-        receive_memory=receive_memory_for((6, 1), RMEM[1], RMEM[2]),
+    return vm_captures.model(
+        "fastopen", "cookie", {"mtu": "576", "response_bytes": "2500"}, delay_ms=10
     )
 
 
 def _rows(name: str) -> list[CapturedRow]:
-    data = json.loads((CAPTURES / f"{name}.json").read_text())
-    return msgspec.convert(data["captured"], list[CapturedRow])
+    return vm_captures.load(name)[1]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -75,25 +59,17 @@ def test_without_split_points_the_captures_disagree(
     assert len(said) == 1 and "ack 1573" in said[0] and "window 499" in said[0], said
 
 
-NAGLE = CAPTURES / "delack-nagle-3857-mtu1143-d26.85-6.1.json"
+NAGLE = "delack-nagle-3857-mtu1143-d26.85-6.1"
 
 
 def test_the_ci_fuzz_case_agrees_with_a_split_and_not_without(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    delay_ms, rows = vm_captures.load(NAGLE)
     settings = {"first_write_bytes": "3857", "mtu": "1143"}
-    (planned,) = plan(find_lab("delack"), "nagle", 1, settings, delay_ms=26.85).scenarios
-    rows = msgspec.convert(json.loads(NAGLE.read_text())["captured"], list[CapturedRow])
 
     def model_of_it() -> Simulation:
-        return simulate(
-            planned.config,
-            one_way_delay_ms=26.85,
-            iterations=1,
-            hz=250,
-            receive_space_bytes=RMEM[2],
-            receive_memory=receive_memory_for((6, 1), RMEM[1], RMEM[2]),
-        )
+        return vm_captures.model("delack", "nagle", settings, delay_ms=delay_ms, iterations=1)
 
     comparison = packets.compare(model_of_it(), rows, {})
     assert comparison.sentences == []

@@ -12,24 +12,15 @@ handshake plain at MTU 9000 with a 17000-byte request at D = 0 and a
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import msgspec
 import pytest
 
 from tests.captured_from_model import as_captured
+from tests.labs import vm_captures
 from tfolab.lab import packets
-from tfolab.lab.catalog import find_lab
 from tfolab.lab.packet_rows import model_rows
-from tfolab.lab.plan import plan
-from tfolab.model import Segment, Simulation, simulate
-from tfolab.model.captured import CapturedRow
-from tfolab.model.rcv_space import receive_memory_for
+from tfolab.model import Segment, Simulation
 from tfolab.model.simulation import with_lock_early
 
-CAPTURES = Path(__file__).parent / "captures"
-RMEM = (4096, 131072, 6291456)
 CASES = {
     "handshake-17000-mtu9000-d0-6.1": ("handshake", "plain", {"request_bytes": "17000"}),
     "handshake-answer-17000-mtu9000-d10-6.1": ("handshake", "plain", {"response_bytes": "17000"}),
@@ -37,25 +28,14 @@ CASES = {
 
 
 def model(lab: str, scenario: str, settings: dict[str, str], delay_ms: float) -> Simulation:
-    (planned,) = plan(
-        find_lab(lab), scenario, 3, {"mtu": "9000", **settings}, delay_ms=delay_ms
-    ).scenarios
-    return simulate(
-        planned.config,
-        one_way_delay_ms=delay_ms,
-        iterations=3,
-        hz=250,
-        receive_space_bytes=RMEM[2],
-        receive_memory=receive_memory_for((6, 1), RMEM[1], RMEM[2]),
-    )
+    return vm_captures.model(lab, scenario, {"mtu": "9000", **settings}, delay_ms=delay_ms)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_capture_agrees(name: str) -> None:
-    data = json.loads((CAPTURES / f"{name}.json").read_text())
-    rows = msgspec.convert(data["captured"], list[CapturedRow])
+    delay_ms, rows = vm_captures.load(name)
     lab, scenario, settings = CASES[name]
-    comparison = packets.compare(model(lab, scenario, settings, data["delay_ms"]), rows, {})
+    comparison = packets.compare(model(lab, scenario, settings, delay_ms), rows, {})
     assert comparison.sentences == []
 
 

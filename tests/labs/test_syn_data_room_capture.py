@@ -9,34 +9,18 @@ D = 10 ms; the SYN carried 3456 bytes and the other 4544 followed the handshake.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import msgspec
 import pytest
 
+from tests.labs import vm_captures
 from tfolab.lab import packets
-from tfolab.lab.catalog import find_lab
-from tfolab.lab.plan import plan
-from tfolab.model import ModelInputError, Segment, Simulation, simulate
-from tfolab.model.captured import CapturedRow
+from tfolab.model import ModelInputError, Segment, Simulation
 from tfolab.model.fastopen import syn_data_space
-from tfolab.model.rcv_space import receive_memory_for
 
-CAPTURE = Path(__file__).parent / "captures" / "fastopen-cookie-8000-mtu9000-d10-6.1.json"
-RMEM = (4096, 131072, 6291456)
+CAPTURE = "fastopen-cookie-8000-mtu9000-d10-6.1"
 
 
 def model(release: tuple[int, int], scenario: str, settings: dict[str, str]) -> Simulation:
-    (planned,) = plan(find_lab("fastopen"), scenario, 3, settings, delay_ms=10).scenarios
-    return simulate(
-        planned.config,
-        one_way_delay_ms=10,
-        iterations=3,
-        hz=250,
-        receive_space_bytes=RMEM[2],
-        receive_memory=receive_memory_for(release, RMEM[1], RMEM[2]),
-    )
+    return vm_captures.model("fastopen", scenario, settings, delay_ms=10, release=release)
 
 
 def test_the_room_is_one_pages_head_before_6_5_and_the_mss_less_40_after() -> None:
@@ -53,7 +37,7 @@ def test_the_syn_carries_what_its_kernel_allows(release: tuple[int, int], in_syn
 
 
 def test_the_capture_agrees() -> None:
-    rows = msgspec.convert(json.loads(CAPTURE.read_text())["captured"], list[CapturedRow])
+    _, rows = vm_captures.load(CAPTURE)
     sim = model((6, 1), "cookie", {"mtu": "9000", "request_bytes": "8000"})
     assert packets.compare(sim, rows, {}).sentences == []
 
