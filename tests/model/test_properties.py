@@ -15,6 +15,7 @@ from tfolab.model.clock import ms_to_ns
 from tfolab.model.loop import World
 from tfolab.model.rcv_space import LINUX_DEFAULT
 from tfolab.model.scenario import SettingError
+from tfolab.model.simulation import ModelInputError, left_domain
 from tfolab.model.state import TcpState
 from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 
@@ -67,6 +68,9 @@ def run_world(config, delay, iterations, hz, phase) -> World:
         tick_phase_ns=int(phase * 1e9 / hz),
     )
     world.run()
+    # ...and stays inside it on the way, as simulate() checks after the run (a window
+    # grown in slow start, a reader race): simulate() refuses those too
+    assume(left_domain(world) is None)
     return world
 
 
@@ -250,7 +254,12 @@ def test_no_ack_is_held_past_its_timer(case) -> None:
 def test_same_input_same_timeline(case) -> None:
     config, delay, iterations, hz, _phase = case
     kwargs = {"one_way_delay_ms": delay, "iterations": iterations, "hz": hz}
-    first = simulate(config, **kwargs)
+    try:
+        first = simulate(config, **kwargs)
+    except ModelInputError as refused:  # left the domain on the way (run_world's note)
+        assert str(refused).startswith("outside the model's domain: "), refused
+        assume(False)
+        return
     again = simulate(config, **kwargs)
     assert first.to_json() == again.to_json()
 

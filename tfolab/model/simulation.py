@@ -144,12 +144,10 @@ def simulate(
         replay_order=replay_order,
     )
     world.run()
-    if world.env.beyond_domain:
-        raise ModelInputError(f"outside the model's domain: {world.env.beyond_domain[0]}")
+    outside = left_domain(world)
+    if outside is not None:
+        raise ModelInputError(f"outside the model's domain: {outside}")
     events = world.recorder.timeline()
-    race = domain.reader_race_refusal(events)
-    if race:
-        raise ModelInputError(f"outside the model's domain: {race}")
     predictions = predict(events, world.headlines, iterations, hz=hz, accuracy=accuracy)
     return Simulation(
         config=config,
@@ -170,6 +168,14 @@ def simulate(
         lock_early=lock_early,
         replay_order=replay_order,
     )
+
+
+def left_domain(world: World) -> str | None:
+    """Why a run world left the model's domain on its way (what refusal() cannot see
+    before the run: a congestion window grown in slow start, a reader race); None if not."""
+    if world.env.beyond_domain:
+        return world.env.beyond_domain[0]
+    return domain.reader_race_refusal(world.recorder.timeline())
 
 
 def _again(
