@@ -74,6 +74,10 @@ from tfolab.model.simulation import other_app_order, other_replay_orders, with_l
 # 160 missed a Fast Open child's 5-segment answer at MTU 9000, D = 0 (a capture that 300
 # finds, in about 10 s); a run that agrees at once never spends it
 LOCK_SEARCH = 400
+# how many equally good outcomes the search follows at each step (_reader_races)
+LOCK_BEAM = 4
+# the lock points a search may try on their own; the others only with a take
+_OPENING = ("take", "split", "returned")
 
 
 @dataclass(frozen=True)
@@ -185,8 +189,11 @@ def _reader_races(
 ) -> tuple[Simulation, list[Pair], list[Row]]:
     """Where the woken readers took their sockets and let them go
     (model/backlog.py): the lock points the capture shows, found by adding one at a
-    time (a take alone, or with one of the release or detach points it opens) while that removes
-    disagreements, within LOCK_SEARCH simulations. Each lock point is a named race."""
+    time (a take alone, or with one of the release, detach, stopped or split points it
+    opens) while that removes disagreements, within LOCK_SEARCH simulations. Every
+    outcome that removes the most at a step is followed (up to LOCK_BEAM of them): two
+    points may explain the same segment, and only one of them the segments after it.
+    Each lock point is a named race."""
     wrong = _cost(aligned)
     budget = [LOCK_SEARCH]
     tried = {sim.lock_early}
@@ -198,43 +205,62 @@ def _reader_races(
         budget[0] -= 1
         return with_lock_early(sim, choice)
 
+    beam: list[_Outcome] = [(sim, aligned, model, wrong)]
     while any(wrong) and budget[0] > 0:
-        best: tuple[Simulation, list[Pair], list[Row], tuple[int, int]] | None = None
-        holding = {(c[0], c[1]) for c in sim.lock_early if c[3] == "take"}
-        first = _first_wrong_event(aligned)
-        for point in sorted(sim.lock_points, key=lambda p: -p.event_id):
-            if point.event_id > first:
-                continue  # after the first disagreement: it cannot be its cause
-            if (
-                point.kind not in ("take", "split")
-                and (point.connection, point.side) not in holding
-            ):
-                continue  # a release or detach point belongs with its take (below)
-            taken = attempt(sim.lock_early | {point.key})
-            if taken is None:
-                continue
-            candidates = [taken]
-            if point.kind == "take":  # its reader may let go before any later segment
-                reader = (point.connection, point.side)
-                candidates += [
-                    c
-                    for r in taken.lock_points
-                    if r.kind != "take" and (r.connection, r.side) == reader
-                    and (c := attempt(taken.lock_early | {r.key})) is not None
-                ]  # fmt: skip
-            for candidate in candidates:
-                if candidate.events == sim.events:
-                    continue
-                candidate_aligned, candidate_model = against(candidate)
-                candidate_wrong = _cost(candidate_aligned)
-                if best is None or candidate_wrong < best[3]:
-                    best = (candidate, candidate_aligned, candidate_model, candidate_wrong)
-            if best is not None and not any(best[3]):
+        found: list[_Outcome] = []
+        for outcome in beam:
+            found += _one_more_point(outcome, attempt, against)
+            if any(not any(f[3]) for f in found):
                 break
-        if best is None or best[3] >= wrong:
+        better = [f for f in found if f[3] < wrong]
+        if not better:
             break
-        sim, aligned, model, wrong = best
+        wrong = min(f[3] for f in better)
+        beam = [f for f in better if f[3] == wrong][:LOCK_BEAM]
+    sim, aligned, model, _ = beam[0]
     return _fewest(sim, aligned, model, against, budget)
+
+
+_Outcome = tuple[Simulation, list[Pair], list[Row], tuple[int, int]]
+
+
+def _one_more_point(
+    outcome: _Outcome,
+    attempt: Callable[[frozenset[ReaderChoice]], Simulation | None],
+    against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+) -> list[_Outcome]:
+    """The outcomes of `outcome`'s simulation with one more lock point (a take with one
+    of the points its hold opens), each with its cost; only points at or before the
+    earliest disagreement, which a later point cannot cause. Stops at one that agrees."""
+    sim, aligned = outcome[0], outcome[1]
+    holding = {(c[0], c[1]) for c in sim.lock_early if c[3] == "take"}
+    first = _first_wrong_event(aligned)
+    found: list[_Outcome] = []
+    for point in sorted(sim.lock_points, key=lambda p: -p.event_id):
+        if point.event_id > first:
+            continue  # after the first disagreement: it cannot be its cause
+        if point.kind not in _OPENING and (point.connection, point.side) not in holding:
+            continue  # a release or detach point belongs with its take (below)
+        taken = attempt(sim.lock_early | {point.key})
+        if taken is None:
+            continue
+        candidates = [taken]
+        if point.kind == "take":  # its reader may let go before any later segment
+            reader = (point.connection, point.side)
+            candidates += [
+                c
+                for r in taken.lock_points
+                if r.kind not in ("take", "returned") and (r.connection, r.side) == reader
+                and (c := attempt(taken.lock_early | {r.key})) is not None
+            ]  # fmt: skip
+        for candidate in candidates:
+            if candidate.events == sim.events:
+                continue
+            candidate_aligned, candidate_model = against(candidate)
+            found.append((candidate, candidate_aligned, candidate_model, _cost(candidate_aligned)))
+            if not any(found[-1][3]):
+                return found
+    return found
 
 
 def _fewest(

@@ -36,7 +36,9 @@ Rules:
   (a named race per lock point, counted). A segment that would join the
   backlog's last skb is a "split" point too: taken, the owner's release had
   already taken that list, so the segment starts a new one, processed next
-  (backlog.py).
+  (backlog.py). Where the SYN-ACK woke a connect() or sendto(), each of those
+  points is also a "returned" one: taken, the call had returned and the
+  client's read() was waiting on an empty queue before the segment arrived.
 - Time never goes back: the loop refuses an action scheduled in the past.
 - Segments are delivered exactly D after they leave (the link); timers are
   the deadlines the endpoints report (Env.call_at), checked lazily: a stale
@@ -101,7 +103,7 @@ class LockPoint:
     connection: int
     side: Side  # the reader's
     end: int  # where the data segment just received (or arriving) ends
-    kind: Literal["take", "release", "detach", "stopped", "split"] = "take"
+    kind: Literal["take", "release", "detach", "stopped", "split", "returned"] = "take"
     event_id: int = 0  # that segment (in this timeline)
 
     @property
@@ -460,13 +462,39 @@ class World:
         assert endpoint is not None
         point = LockPoint(conn.number, side, endpoint.sock.rcv_nxt, "take", wire.event_id)
         self.lock_points.append(point)
-        if point.key not in self.lock_early:
-            return False
-        # the client's read() blocks; the echo server's recv() is MSG_DONTWAIT
         script = conn.script if side == "client" else conn.server_script
         assert script is not None
+        if point.key not in self.lock_early:
+            return handshake and side == "client" and self._returned(now, conn, wire)
+        # the client's read() blocks; the echo server's recv() is MSG_DONTWAIT
         script.take(now, wire.event_id)
         self._at(now, lambda t: self._release(t, conn, side, wire.event_id), release=True)
+        return True
+
+    def _returned(self, now: int, conn: Connection, wire: Wire) -> bool:
+        """The SYN-ACK woke a blocked connect() or sendto() while the server's answer
+        arrives right behind it: did the call return, and the client's read() block on
+        an empty queue, before the answer's first segment came (a "returned" point)?
+        The answer then finds a reader waiting (sk_wait_data), not an owner."""
+        point = LockPoint(
+            conn.number, "client", conn.client.sock.rcv_nxt, "returned", wire.event_id
+        )
+        self.lock_points.append(point)
+        if point.key not in self.lock_early:
+            return False
+        self.recorder.note(
+            now,
+            iteration=conn.client.sock.iteration,
+            connection=conn.number,
+            side="client",
+            text="the client's call, woken by the SYN-ACK, has returned and its read() "
+            "waits on an empty queue (sk_wait_data) before the server's next segment "
+            "arrives, so that segment finds a reader, not an owner (a race: the client "
+            "runs while the server's segments arrive)",
+            cause="the client's call on the other CPU",
+            caused_by=wire.event_id,
+        )
+        conn.script.wake(now, wire.event_id)
         return True
 
     def _releases(self, now: int, conn: Connection, wire: Wire) -> bool:
