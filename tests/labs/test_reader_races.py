@@ -109,6 +109,7 @@ def test_the_search_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         return original(sim, choice)
 
     monkeypatch.setattr(packets, "with_lock_early", counted)
-    monkeypatch.setattr(packets, "LOCK_SEARCH", 3)
+    monkeypatch.setattr(packets, "LOCK_SEARCH", packets.FEWEST_RESERVE + 3)
     packets.compare(_sim(), _rows({15: 118}), {})
-    assert 0 < len(runs) <= 2 * 3  # the default order's search and the other order's
+    # the default order's search and the other order's, each within LOCK_SEARCH
+    assert 0 < len(runs) <= 2 * packets.LOCK_SEARCH

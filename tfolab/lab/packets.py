@@ -74,8 +74,8 @@ from tfolab.model.simulation import other_app_order, other_replay_orders, with_l
 # 160 missed a Fast Open child's 5-segment answer at MTU 9000, D = 0 (a capture that 300
 # finds, in about 10 s); a run that agrees at once never spends it
 LOCK_SEARCH = 400
-# how many equally good outcomes the search follows at each step (_reader_races)
-LOCK_BEAM = 4
+# of LOCK_SEARCH, the simulations kept for dropping the points not needed (_fewest)
+FEWEST_RESERVE = 16
 # the lock points a search may try on their own; the others only with a take
 _OPENING = ("take", "split", "returned")
 
@@ -190,34 +190,32 @@ def _reader_races(
     """Where the woken readers took their sockets and let them go
     (model/backlog.py): the lock points the capture shows, found by adding one at a
     time (a take alone, or with one of the release, detach, stopped or split points it
-    opens) while that removes disagreements, within LOCK_SEARCH simulations. Every
-    outcome that removes the most at a step is followed (up to LOCK_BEAM of them): two
-    points may explain the same segment, and only one of them the segments after it.
-    Each lock point is a named race."""
+    opens) while that removes disagreements, within LOCK_SEARCH simulations, of which
+    the last FEWEST_RESERVE are kept for _fewest. Of the outcomes that remove the most
+    at a step, the one that agrees furthest into the capture is followed: two points may
+    explain the same segment, and only one of them the segments after it. Each lock
+    point is a named race."""
     wrong = _cost(aligned)
     budget = [LOCK_SEARCH]
     tried = {sim.lock_early}
 
     def attempt(choice: frozenset[ReaderChoice]) -> Simulation | None:
-        if choice in tried or budget[0] <= 0:
+        if choice in tried or budget[0] <= FEWEST_RESERVE:
             return None
         tried.add(choice)
         budget[0] -= 1
         return with_lock_early(sim, choice)
 
-    beam: list[_Outcome] = [(sim, aligned, model, wrong)]
-    while any(wrong) and budget[0] > 0:
-        found: list[_Outcome] = []
-        for outcome in beam:
-            found += _one_more_point(outcome, attempt, against)
-            if any(not any(f[3]) for f in found):
-                break
+    while any(wrong) and budget[0] > FEWEST_RESERVE:
+        found = _one_more_point((sim, aligned, model, wrong), attempt, against)
         better = [f for f in found if f[3] < wrong]
         if not better:
             break
-        wrong = min(f[3] for f in better)
-        beam = [f for f in better if f[3] == wrong][:LOCK_BEAM]
-    sim, aligned, model, _ = beam[0]
+        least = min(f[3] for f in better)
+        # the first found of those that agree furthest (max keeps the first of equals)
+        sim, aligned, model, wrong = max(
+            (f for f in better if f[3] == least), key=lambda f: _agreeing_prefix(f[1])
+        )
     return _fewest(sim, aligned, model, against, budget)
 
 
@@ -303,6 +301,17 @@ def _opened_by(chosen: frozenset[ReaderChoice], take: ReaderChoice) -> set[Reade
         if c[:2] == take[:2] and c[3] != "take" and c[2] >= take[2]
         and (until is None or c[2] <= until)
     }  # fmt: skip
+
+
+def _agreeing_prefix(aligned: Sequence[Pair]) -> int:
+    """How many of the kernel's segments come before the earliest disagreement about TCP
+    (the same capture's rows, so comparable between outcomes)."""
+    count = 0
+    for pair in aligned:
+        if pair.disagreement is not None and not pair.disagreement.timing_only:
+            break
+        count += pair.kernel is not None
+    return count
 
 
 def _first_wrong_event(aligned: Sequence[Pair]) -> int:

@@ -38,7 +38,8 @@ Rules:
   already taken that list, so the segment starts a new one, processed next
   (backlog.py). Where the SYN-ACK woke a connect() or sendto(), each of those
   points is also a "returned" one: taken, the call had returned and the
-  client's read() was waiting on an empty queue before the segment arrived.
+  client's read() had copied what was queued (or, with nothing queued, was
+  waiting in sk_wait_data) before the next segment arrived.
 - Time never goes back: the loop refuses an action scheduled in the past.
 - Segments are delivered exactly D after they leave (the link); timers are
   the deadlines the endpoints report (Env.call_at), checked lazily: a stale
@@ -96,7 +97,9 @@ class LockPoint:
     be processing its backlog already when it arrives ("detach"), or, a blocking read(),
     have ended its copy loop already, its tcp_cleanup_rbuf still to run ("stopped"); or
     where the segment would join the backlog's last skb, the owner's release had taken
-    that list already and is still busy with it ("split", backlog.py):
+    that list already and is still busy with it ("split", backlog.py); or where a
+    connect() or sendto() the SYN-ACK woke had returned, and the client's read() had
+    copied what was queued, before the next segment arrived ("returned"):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
@@ -185,6 +188,10 @@ class World:
         self._acting = 0  # the running action's number: segments it sends form one burst
         self._plan: list[list[int]] = []
         self._woken: set[tuple[int, int]] = set()  # (script, instant) with a turn pending
+        # (connection, side) whose client took its socket at a lock point in a blocking
+        # read(), connect() or sendto(): the call is under way, and the release that ends
+        # it wakes the application (_release); the echo server's recv() does not block
+        self._reading: set[tuple[int, Side]] = set()
 
     # ------------------------------------------------------------ scheduling
     def _at(
@@ -453,7 +460,8 @@ class World:
         delay only where more of the sender's segments arrive at this instant): does the
         reader take its socket here? If so it copies what is queued now (or accept() or
         connect() holds it), and releases the socket once everything else at this instant
-        has run (backlog.py)."""
+        has run (backlog.py). A client's connect() or sendto() not taken here may have
+        returned instead (`_returned`): True as well, the client has run."""
         if not (wire.payload or handshake) or conn.replay is not None:
             return False
         if self.env.link.one_way_delay_ns and not self._arriving(conn.number, wire.sender, now):
@@ -468,14 +476,17 @@ class World:
             return handshake and side == "client" and self._returned(now, conn, wire)
         # the client's read() blocks; the echo server's recv() is MSG_DONTWAIT
         script.take(now, wire.event_id)
+        if side == "client":  # a blocking call: the client goes on only once it returns
+            self._reading.add((conn.number, side))
         self._at(now, lambda t: self._release(t, conn, side, wire.event_id), release=True)
         return True
 
     def _returned(self, now: int, conn: Connection, wire: Wire) -> bool:
         """The SYN-ACK woke a blocked connect() or sendto() while the server's answer
-        arrives right behind it: did the call return, and the client's read() block on
-        an empty queue, before the answer's first segment came (a "returned" point)?
-        The answer then finds a reader waiting (sk_wait_data), not an owner."""
+        arrives right behind it: did the call return, and the client's read() copy what
+        was queued (or, with nothing queued, wait in sk_wait_data), before the answer's
+        next segment came (a "returned" point)? That segment then finds a reader, not
+        an owner."""
         point = LockPoint(
             conn.number, "client", conn.client.sock.rcv_nxt, "returned", wire.event_id
         )
@@ -488,9 +499,9 @@ class World:
             connection=conn.number,
             side="client",
             text="the client's call, woken by the SYN-ACK, has returned and its read() "
-            "waits on an empty queue (sk_wait_data) before the server's next segment "
-            "arrives, so that segment finds a reader, not an owner (a race: the client "
-            "runs while the server's segments arrive)",
+            "has copied what was queued (with nothing queued it waits in sk_wait_data) "
+            "before the server's next segment arrives, so that segment finds a reader, "
+            "not an owner (a race: the client runs while the server's segments arrive)",
             cause="the client's call on the other CPU",
             caused_by=wire.event_id,
         )
@@ -539,6 +550,7 @@ class World:
         assert endpoint is not None
         if endpoint.sock.owner is None:
             return  # released at an earlier release point
+        self._reading.discard((conn.number, side))
         endpoint.release(now)
         script = conn.script if side == "client" else conn.server_script
         assert script is not None
@@ -555,7 +567,9 @@ class World:
         """Wake an application: its turn comes after the kernel's work at this instant.
 
         One turn per application and instant; it runs for the latest segment that
-        reached it by then (the one whose arrival it answers).
+        reached it by then (the one whose arrival it answers). A turn that comes while
+        the client's blocking call holds its socket (taken at a lock point) is that
+        call's: the release that ends it wakes the application again.
         """
         key = (id(script), now)
         if key in self._woken:
@@ -564,6 +578,8 @@ class World:
 
         def turn(t: int) -> None:
             self._woken.discard(key)
+            if (connection, side) in self._reading:
+                return
             script.wake(t, self.recorder.last_arrival(connection, side, event_id, t / 1e6))
 
         self._at(now, turn, application=True)
