@@ -61,8 +61,10 @@ def _pure_acks(sim: Simulation, sender: str) -> list[tuple[int | None, int | Non
 
 
 def test_the_lock_points_are_every_data_segment_a_reader_gets_at_d0() -> None:
+    """And, of another kind, where the first write may overtake the handshake's ACK."""
     sim = _sim()
     assert [p.key for p in sim.lock_points] == [
+        (1, "server", 1, "overtaken"),
         (1, "server", 32742, "take"),
         (1, "server", 36087, "take"),
         (1, "server", 36093, "take"),

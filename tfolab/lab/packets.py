@@ -77,7 +77,7 @@ LOCK_SEARCH = 400
 # of LOCK_SEARCH, the simulations kept for dropping the points not needed (_fewest)
 FEWEST_RESERVE = 16
 # the lock points a search may try on their own; the others only with a take
-_OPENING = ("take", "split", "returned")
+_OPENING = ("take", "split", "returned", "overtaken")
 
 
 @dataclass(frozen=True)

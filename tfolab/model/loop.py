@@ -99,14 +99,17 @@ class LockPoint:
     where the segment would join the backlog's last skb, the owner's release had taken
     that list already and is still busy with it ("split", backlog.py); or where a
     connect() or sendto() the SYN-ACK woke had returned, and the client's read() had
-    copied what was queued, before the next segment arrived ("returned"):
+    copied what was queued, before the next segment arrived ("returned"); or, without
+    a delay, where the client's first data overtook its handshake ACK on the way to
+    the server ("overtaken", named by the server's side: not a reader's lock, but a
+    race of the same kind, found and counted the same way):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
     connection: int
     side: Side  # the reader's
     end: int  # where the data segment just received (or arriving) ends
-    kind: Literal["take", "release", "detach", "stopped", "split", "returned"] = "take"
+    kind: Literal["take", "release", "detach", "stopped", "split", "returned", "overtaken"] = "take"
     event_id: int = 0  # that segment (in this timeline)
 
     @property
@@ -188,6 +191,8 @@ class World:
         self._acting = 0  # the running action's number: segments it sends form one burst
         self._plan: list[list[int]] = []
         self._woken: set[tuple[int, int]] = set()  # (script, instant) with a turn pending
+        # connection -> its handshake ACK held back while the first data overtakes it
+        self._overtaking: dict[int, tuple[Wire, tuple[int, str, int, int]]] = {}
         # (connection, side) whose client took its socket at a lock point in a blocking
         # read(), connect() or sendto(): the call is under way, and the release that ends
         # it wakes the application (_release); the echo server's recv() does not block
@@ -380,8 +385,78 @@ class World:
         )
 
     # ------------------------------------------------------------ delivery
-    def _deliver(self, now: int, wire: Wire, burst: tuple[int, str, int, int]) -> None:
+    def _deliver(
+        self, now: int, wire: Wire, burst: tuple[int, str, int, int], *, held: bool = False
+    ) -> None:
+        """A segment arrives (`held`: a handshake ACK that the first data overtook)."""
         conn = self.connections[wire.connection]
+        if not held and self._overtaken(now, conn, wire, burst):
+            return
+        self._receive(now, conn, wire, burst)
+        if wire.payload and wire.sender == "client":
+            overtaken = self._overtaking.pop(conn.number, None)
+            if overtaken is not None:
+                self._deliver(now, *overtaken, held=True)
+
+    def _overtaken(
+        self, now: int, conn: Connection, wire: Wire, burst: tuple[int, str, int, int]
+    ) -> bool:
+        """Without a delay, does the client's first data overtake its handshake ACK (an
+        "overtaken" point, named at that ACK; Linux 6.1 and 6.18)?
+
+        The ACK leaves from the softirq that took the SYN-ACK, on one CPU; the data from
+        the woken application's write(), perhaps on the other; lo queues each on the
+        backlog of the CPU that sent it (loopback_xmit -> __netif_rx ->
+        enqueue_to_backlog(smp_processor_id())). The data, which acknowledges the
+        SYN-ACK too, may reach the request socket first and complete the handshake
+        itself (tcp_check_req, tcp_child_process); the ACK, looked up again (req_stolen,
+        or once the child is hashed), then reaches an established socket that has
+        acknowledged the data already: out of window (receive.py). Taken, the ACK waits
+        until the client's next data segment at this instant has been received, or, if
+        none comes, until everything else at the instant has run."""
+        server = conn.server
+        if (
+            self.env.link.one_way_delay_ns
+            or wire.sender != "client"
+            or wire.payload
+            or wire.syn
+            or wire.fin
+            or "RST" in wire.flags
+            or conn.replay is not None
+            or server is None
+            or server.sock.state is not TcpState.SYN_RECV
+            or not conn.script.connect_returns  # the woken call's data is still to come
+        ):
+            return False
+        point = LockPoint(conn.number, "server", server.sock.rcv_nxt, "overtaken", wire.event_id)
+        self.lock_points.append(point)
+        if point.key not in self.lock_early:
+            return False
+        self._overtaking[conn.number] = (wire, burst)
+        self.recorder.note(
+            now,
+            iteration=server.sock.iteration,
+            connection=conn.number,
+            side="server",
+            text="the client's handshake ACK left from its softirq on one CPU and its "
+            "first data from its write() on the other; lo queued each on its own CPU's "
+            "backlog, and the data reaches the server first: it completes the handshake "
+            "itself (tcp_check_req), and the ACK comes after it (a race)",
+            cause="two CPUs' backlogs",
+            caused_by=wire.event_id,
+        )
+
+        def late(t: int) -> None:
+            overtaken = self._overtaking.pop(conn.number, None)
+            if overtaken is not None:
+                self._deliver(t, *overtaken, held=True)
+
+        self._at(now, late, release=True)
+        return True
+
+    def _receive(
+        self, now: int, conn: Connection, wire: Wire, burst: tuple[int, str, int, int]
+    ) -> None:
         last = self._last_of_burst(burst)
         if wire.sender == "server" and conn.replay is not None:
             if wire.payload and self.replay_order == "app-holds":

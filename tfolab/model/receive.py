@@ -7,6 +7,10 @@ Rules (tcp_rcv_established / tcp_rcv_state_process, in this order):
 - in SYN_SENT only a SYN-ACK matters (handshake.receive_synack); a socket in
   CLOSED or LISTEN, or any SYN after the handshake, is ignored here (the
   listener's SYN goes to handshake.accept_syn);
+- a segment that ends before rcv_wup (the handshake's ACK that the first data
+  overtook at D = 0, loop.py) fails tcp_sequence in tcp_validate_incoming and is
+  dropped; tcp_send_dupack answers it with an ACK unless tcp_oow_rate_limited
+  holds it back (one such ACK per TCP_INVALID_RATELIMIT, 500 ms; 6.1 and 6.18);
 - the ACK first: it frees acknowledged data (tcp_clean_rtx_queue), samples
   the RTT from a segment never retransmitted, drops the write marks it
   covers, and moves the state: the ACK of the SYN-ACK (SYN_RECV ->
@@ -37,6 +41,8 @@ from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent, TcpState
 from tfolab.model.wire import Wire
 
+TCP_INVALID_RATELIMIT_MS = 500  # net.ipv4.tcp_invalid_ratelimit's default
+
 
 def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
     """One segment from the peer reaches this socket at `now`."""
@@ -60,6 +66,9 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
         return
     if wire.syn or sock.state in (TcpState.CLOSED, TcpState.LISTEN):
         return
+    if sock.state is not TcpState.SYN_RECV and wire.seq + len(wire.payload) < sock.rcv_wup:
+        _out_of_window(sock, now, wire)
+        return
     if wire.ack is not None:
         sock.peer_window(wire.window)  # tcp_ack_update_window: a larger offer re-syncs the MSS
     acked_new = wire.ack is not None and wire.ack > sock.snd_una
@@ -75,6 +84,29 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
         delack_timer.ack_snd_check(sock, now, wire)
     if not sock.more_in_burst:
         sock.burst.close()
+
+
+def _out_of_window(sock: TcpSock, now: int, wire: Wire) -> None:
+    """tcp_validate_incoming: tcp_sequence refuses a segment that ends before rcv_wup
+    (SKB_DROP_REASON_TCP_OLD_SEQUENCE on 6.18); tcp_send_dupack answers it with an ACK,
+    unless tcp_oow_rate_limited holds that back (a segment without data, within
+    sysctl_tcp_invalid_ratelimit of the last such answer)."""
+    jiffies = sock.jiffies(now)
+    last = sock.last_oow_ack_jiffies
+    if last is not None and 0 <= jiffies - last < sock.env.clock.ms_to_jiffies(
+        TCP_INVALID_RATELIMIT_MS
+    ):
+        return
+    sock.last_oow_ack_jiffies = jiffies
+    send_ack(
+        sock,
+        now,
+        f"ACK at once: the segment ended at {wire.seq + len(wire.payload)}, before what "
+        f"this side last acknowledged ({sock.rcv_wup}), so tcp_validate_incoming drops "
+        "it as out of window and tcp_send_dupack answers it",
+        "tcp_send_dupack",
+        wire.event_id,
+    )
 
 
 def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:

@@ -118,6 +118,9 @@ class TcpSock:
         # the receive side
         self.rcv_nxt = 0
         self.rcv_wup = 0  # rcv_nxt when the last ACK left
+        # tcp_oow_rate_limited: when the last ACK answering an out-of-window segment left
+        # (jiffies; None: never, as tcp_create_openreq_child and tcp_connect start it)
+        self.last_oow_ack_jiffies: int | None = None
         self.rcv_buf = bytearray()
         # what a reader that took the socket early copied out already (backlog.py); its
         # read() returns it with what is queued after the release
