@@ -73,3 +73,17 @@ def test_without_the_point_the_capture_disagrees(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(World, "_overtaken", lambda *args: False)
     sentences = packets.compare(model(), vm_captures.load(NAME)[1], {}).sentences
     assert any("server: the kernel sent ACK seq 1 ack 17" in s for s in sentences), sentences
+
+
+def test_only_where_data_follows_a_pure_ack() -> None:
+    """A Fast Open client whose SYN carried the whole request sends nothing more as its
+    sendto() returns, and one with more to send acks the SYN-ACK with that data
+    (tcp_rcv_synsent_state_process: a write is waiting): no pure ACK can be overtaken
+    in either. A plain connect() acks at once and its write follows."""
+    for settings in ({}, {"request_bytes": "4000", "mtu": "1500"}):
+        fastopen = vm_captures.model("fastopen", "cookie", settings, delay_ms=0)
+        assert not [p for p in fastopen.lock_points if p.kind == "overtaken"], settings
+    plain = vm_captures.model("fastopen", "plain", {}, delay_ms=0)
+    assert [p.key[1:] for p in plain.lock_points if p.kind == "overtaken"] == [
+        ("server", 1, "overtaken")
+    ] * 3

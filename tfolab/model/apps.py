@@ -193,6 +193,20 @@ class ClientScript:
         """Is a blocked connect() or sendto() now free to return (the handshake is done)?"""
         return self.phase is ClientPhase.CONNECTING and self.ep.sock.state not in _CONNECTING
 
+    @property
+    def _returns_from_fastopen(self) -> bool:
+        """Is the blocked call a Fast Open sendto() or write() (which sends only what the
+        SYN did not carry), not a connect() that the request follows?"""
+        sock = self.ep.sock
+        return bool(sock.syn_data or (self.config.client_fastopen != "off" and sock.write_pending))
+
+    @property
+    def sends_on_return(self) -> bool:
+        """Will the woken connect() or sendto() send data as it returns (_connected)?"""
+        if self.config.pattern == "rr" and self._returns_from_fastopen:
+            return bool(self.ep.sock.unsent)
+        return True
+
     def wake(self, now: int, caused_by: int | None) -> None:
         if self.connect_returns:
             self._connected(now, caused_by)
@@ -209,7 +223,7 @@ class ClientScript:
             )
             self._round(now, caused_by)
             return
-        if sock.syn_data or (cfg.client_fastopen != "off" and sock.write_pending):
+        if self._returns_from_fastopen:
             if sock.unsent:
                 self.ep.push(
                     now,

@@ -425,7 +425,8 @@ class World:
             or conn.replay is not None
             or server is None
             or server.sock.state is not TcpState.SYN_RECV
-            or not conn.script.connect_returns  # the woken call's data is still to come
+            or not conn.script.connect_returns  # the woken call has not run yet...
+            or not conn.script.sends_on_return  # ...and will send data as it returns
         ):
             return False
         point = LockPoint(conn.number, "server", server.sock.rcv_nxt, "overtaken", wire.event_id)
