@@ -19,7 +19,7 @@ from tfolab.lab.plan import plan
 from tfolab.model import Simulation, simulate
 from tfolab.model.captured import CapturedRow
 from tfolab.model.loop import ReaderChoice
-from tfolab.model.rcv_space import receive_memory_for
+from tfolab.model.rcv_space import ReceiveMemory, receive_memory_for
 from tfolab.model.simulation import with_lock_early
 
 CAPTURES = Path(__file__).parent / "captures"
@@ -37,17 +37,30 @@ def model(
     lab: str, scenario: str, settings: dict[str, str], iterations: int, delay_ms: float
 ) -> Simulation:
     """The scenario as the model predicts it on this host."""
-    (planned,) = plan(find_lab(lab), scenario, iterations, settings, delay_ms=delay_ms).scenarios
     rules = dataclasses.replace(
         receive_memory_for((6, 18), RMEM[1], RMEM[2]), skb_head_truesize=SKB_HEAD
     )
+    return simulate_lab(lab, scenario, settings, iterations, delay_ms, rules)
+
+
+def simulate_lab(
+    lab: str,
+    scenario: str,
+    settings: dict[str, str],
+    iterations: int,
+    delay_ms: float,
+    memory: ReceiveMemory,
+) -> Simulation:
+    """A lab's scenario, planned as `tfolab run` plans it, through the model at HZ 250
+    with `memory`'s buffers (the host's here, the VM's in vm_captures.py)."""
+    (planned,) = plan(find_lab(lab), scenario, iterations, settings, delay_ms=delay_ms).scenarios
     return simulate(
         planned.config,
         one_way_delay_ms=delay_ms,
         iterations=iterations,
         hz=250,
-        receive_space_bytes=RMEM[2],
-        receive_memory=rules,
+        receive_space_bytes=memory.rmem_max,
+        receive_memory=memory,
     )
 
 
