@@ -117,3 +117,12 @@ def test_lab_files_may_name_their_quantities(tmp_path: Path) -> None:
     path.write_text('[lab]\nname = "mine"\n\n[[scenario]]\nname = "a"\npredict = ["soon"]\n')
     with pytest.raises(Exception, match=r"mine.toml:6: cannot read the quantity 'soon'"):
         load_lab_file(path)
+
+
+def test_a_range_shows_every_figure_its_ends_print_as() -> None:
+    """CI once failed on this: iterations measured 40.33 and 40.37 ms were shown as
+    "measured 40.3 ms" (ends under 0.05 ms apart), so the screen never said 40.4."""
+    assert grading.Range(40.33, 40.37).words() == "40.3-40.4 ms"
+    assert grading.Range(40.36, 40.44).words() == "40.4 ms"
+    assert grading.Range(40.4, 40.4).words() == "40.4 ms"
+    assert grading.Range(40.7, 40.9).words() == "40.7-40.9 ms"

@@ -45,8 +45,14 @@ class Range:
     def distance(self, value: float) -> float:
         return max(self.low - value, 0.0, value - self.high)
 
+    def prints_as_one(self) -> bool:
+        """Both ends print alike at 0.1 ms: 40.36 and 40.44 do, 40.33 and 40.37 do not."""
+        return f"{self.low:.1f}" == f"{self.high:.1f}"
+
     def words(self) -> str:
-        if abs(self.high - self.low) < 0.05:
+        """One figure when both ends print alike, else both: 40.33 and 40.37 are
+        "40.3-40.4 ms", never "40.3 ms" (which hides the 40.4 measured)."""
+        if self.prints_as_one():
             return f"{self.low:.1f} ms"
         return f"{self.low:.1f}-{self.high:.1f} ms"
 
@@ -209,7 +215,7 @@ def _sentence(
 ) -> str:
     said = " ".join(expression.text.split()) or expression.words()
     yours = f"{said} = {predicted:.1f} ms" if expression.uses_delay else f"{predicted:.1f} ms"
-    spread = "" if model.high - model.low < 0.05 else f"; over these iterations {model.words()}"
+    spread = "" if model.prints_as_one() else f"; over these iterations {model.words()}"
     head = f"{quantity.name}: you predicted {yours}; the model says {model_words}{spread}"
     if ok:
         return f"✓ {head}. Within {allowed:.3g} ms: right."
