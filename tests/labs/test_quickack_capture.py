@@ -27,6 +27,7 @@ from tfolab.lab.plan import plan
 from tfolab.model import Simulation, simulate
 from tfolab.model.captured import CapturedRow
 from tfolab.model.delack import AckState, DelackRules
+from tfolab.model.loop import World
 from tfolab.model.rcv_space import receive_memory_for
 
 CAPTURES = Path(__file__).parent / "captures"
@@ -93,7 +94,14 @@ def _old_rule(self: DelackRules, st: AckState, established: bool) -> bool:
 
 
 def test_the_old_rule_misses_the_window_of_round_4(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the race of a setsockopt run before the burst's last segment (a
+    "quickack" lock point, test_quickack_early_capture.py), which this capture needs
+    none of with the rule, the old rule misses round 4's window; with that point, the
+    old rule would need a race the kernel did not run."""
+    assert compared("d62-6.18").simulation.lock_early == frozenset()
     monkeypatch.setattr(DelackRules, "set_quickack", _old_rule)
+    assert compared("d62-6.18").simulation.lock_early == {(1, "server", 30276, "quickack")}
+    monkeypatch.setattr(World, "_quickacked", lambda *args: None)
     found = compared("d62-6.18").disagreements
     assert [type(d) for d in found] == [WrongWindow]
     assert "window 98" in found[0].sentence() and "says 101" in found[0].sentence()

@@ -77,7 +77,9 @@ LOCK_SEARCH = 400
 # of LOCK_SEARCH, the simulations kept for dropping the points not needed (_fewest)
 FEWEST_RESERVE = 16
 # the lock points a search may try on their own; the others only with a take
-_OPENING = ("take", "split", "returned", "overtaken")
+_OPENING = ("take", "split", "returned", "overtaken", "quickack")
+# the points that are not part of a take's hold (its release, detach, stopped and split)
+_NOT_HELD = ("take", "returned", "overtaken", "quickack")
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,7 @@ def _one_more_point(
             candidates += [
                 c
                 for r in taken.lock_points
-                if r.kind not in ("take", "returned") and (r.connection, r.side) == reader
+                if r.kind not in _NOT_HELD and (r.connection, r.side) == reader
                 and (c := attempt(taken.lock_early | {r.key})) is not None
             ]  # fmt: skip
         for candidate in candidates:
@@ -298,7 +300,7 @@ def _opened_by(chosen: frozenset[ReaderChoice], take: ReaderChoice) -> set[Reade
     return {
         c
         for c in chosen
-        if c[:2] == take[:2] and c[3] != "take" and c[2] >= take[2]
+        if c[:2] == take[:2] and c[3] not in _NOT_HELD and c[2] >= take[2]
         and (until is None or c[2] <= until)
     }  # fmt: skip
 

@@ -382,6 +382,8 @@ class ServerScript:
     closed: bool = False
     inbuf: bytearray = field(default_factory=bytearray)
     waiting_note: bool = False
+    # its TCP_QUICKACK already ran for the recv() to come (set_quickack_early)
+    quickack_set: bool = False
 
     def call(self, now: int, call: str, detail: str, why: str, caused_by: int | None) -> int:
         sock = self.ep.sock
@@ -407,11 +409,7 @@ class ServerScript:
             caused_by = self._accept(now, caused_by)
         if not sock.readable:
             return
-        if self.config.server_quickack:
-            caused_by = self.call(
-                now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by
-            )
-            ep.set_quickack(now, caused_by)
+        caused_by = self._quickack(now, caused_by)
         if sock.readable_bytes:
             # The read first: an ACK that tcp_cleanup_rbuf sends is the read's doing.
             caused_by = self.call(
@@ -453,12 +451,28 @@ class ServerScript:
             if not self.ep.sock.rcv_buf:
                 self.ep.hold_for_accept(now, caused_by)
                 return
-        if self.config.server_quickack:
-            caused_by = self.call(
-                now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by
-            )
-            self.ep.set_quickack(now, caused_by)
-        self.ep.take(now, blocking=False, caused_by=caused_by)
+        quickack = self._quickack(now, caused_by)
+        self.ep.take(now, blocking=False, caused_by=caused_by if quickack is None else quickack)
+
+    def set_quickack_early(self, now: int, caused_by: int) -> None:
+        """At a "quickack" point (loop.py): woken by a segment while more of the
+        burst arrives, the epoll loop has run its setsockopt(TCP_QUICKACK) already,
+        and its recv() comes after those segments (its turn, which sets it no more)."""
+        self._quickack(now, caused_by)
+        self.quickack_set = True
+
+    def _quickack(self, now: int, caused_by: int | None) -> int | None:
+        """setsockopt(TCP_QUICKACK, 1) before a recv(), unless it already ran for that one."""
+        if not self.config.server_quickack:
+            return caused_by
+        if self.quickack_set:
+            self.quickack_set = False
+            return caused_by
+        caused_by = self.call(
+            now, "setsockopt", "TCP_QUICKACK 1", "set before every recv()", caused_by
+        )
+        self.ep.set_quickack(now, caused_by)
+        return caused_by
 
     def _answer(self, now: int, caused_by: int) -> None:
         name = "echo" if self.config.pattern == "wwr" else "response"

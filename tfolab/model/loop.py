@@ -39,7 +39,10 @@ Rules:
   (backlog.py). Where the SYN-ACK woke a connect() or sendto(), each of those
   points is also a "returned" one: taken, the call had returned and the
   client's read() had copied what was queued (or, with nothing queued, was
-  waiting in sk_wait_data) before the next segment arrived.
+  waiting in sk_wait_data) before the next segment arrived. Where the echo
+  server sets TCP_QUICKACK before every recv(), each server take point is
+  also a "quickack" one: taken, the setsockopt had run and the recv() had
+  not, so the next segment finds no owner (`_quickacked`).
 - Time never goes back: the loop refuses an action scheduled in the past.
 - Segments are delivered exactly D after they leave (the link); timers are
   the deadlines the endpoints report (Env.call_at), checked lazily: a stale
@@ -90,6 +93,11 @@ ReplayOrder = Literal["chain-first", "app-first", "app-holds"]
 REPLAY_ORDERS: tuple[ReplayOrder, ...] = ("chain-first", "app-first", "app-holds")
 
 
+LockKind = Literal[
+    "take", "release", "detach", "stopped", "split", "returned", "overtaken", "quickack"
+]
+
+
 @dataclass(frozen=True)
 class LockPoint:
     """An instant where a woken reader may take its socket before its peer sends more
@@ -102,14 +110,17 @@ class LockPoint:
     copied what was queued, before the next segment arrived ("returned"); or, without
     a delay, where the client's first data overtook its handshake ACK on the way to
     the server ("overtaken", named by the server's side: not a reader's lock, but a
-    race of the same kind, found and counted the same way):
+    race of the same kind, found and counted the same way); or where the echo server,
+    woken, had run its setsockopt(TCP_QUICKACK) but not yet its recv() when the next
+    segment came ("quickack": that segment finds no owner, and its ACK counts what
+    is still unread):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
     connection: int
     side: Side  # the reader's
     end: int  # where the data segment just received (or arriving) ends
-    kind: Literal["take", "release", "detach", "stopped", "split", "returned", "overtaken"] = "take"
+    kind: LockKind = "take"
     event_id: int = 0  # that segment (in this timeline)
 
     @property
@@ -549,6 +560,8 @@ class World:
         script = conn.script if side == "client" else conn.server_script
         assert script is not None
         if point.key not in self.lock_early:
+            if side == "server" and not handshake:
+                self._quickacked(now, conn, wire)
             return handshake and side == "client" and self._returned(now, conn, wire)
         # the client's read() blocks; the echo server's recv() is MSG_DONTWAIT
         script.take(now, wire.event_id)
@@ -583,6 +596,35 @@ class World:
         )
         conn.script.wake(now, wire.event_id)
         return True
+
+    def _quickacked(self, now: int, conn: Connection, wire: Wire) -> None:
+        """A segment woke the echo server while more of the burst arrives, and its recv()
+        did not take the socket here: had its setsockopt(TCP_QUICKACK), the call before
+        every recv(), run already (a "quickack" point)? Then __tcp_sock_set_quickack's
+        tcp_cleanup_rbuf(sk, 1) ACKs what is queued now, and the segments still arriving
+        find no owner: received in the softirq, out of pingpong mode, and ACKed with the
+        bytes the recv() has not copied yet counted (net/ipv4/tcp.c, tcp_input.c; seen on
+        6.18 as ACK 22705 window 98, ACK 22714 window 98 where the recv() first gives 100)."""
+        script, server = conn.server_script, conn.server
+        assert script is not None and server is not None
+        if not script.config.server_quickack or script.quickack_set:
+            return
+        point = LockPoint(conn.number, "server", server.sock.rcv_nxt, "quickack", wire.event_id)
+        self.lock_points.append(point)
+        if point.key not in self.lock_early:
+            return
+        self.recorder.note(
+            now,
+            iteration=server.sock.iteration,
+            connection=conn.number,
+            side="server",
+            text="the server, woken by this segment, runs its setsockopt(TCP_QUICKACK) "
+            "before the rest of the burst arrives, and its recv() after (a race: the "
+            "server runs on the other CPU while the client's segments still arrive)",
+            cause="the server's epoll loop on the other CPU",
+            caused_by=wire.event_id,
+        )
+        script.set_quickack_early(now, wire.event_id)
 
     def _releases(self, now: int, conn: Connection, wire: Wire) -> bool:
         """A segment reaches a socket its reader holds. Has the reader let it go already
