@@ -67,7 +67,7 @@ from tfolab.lab.disagreements import (
 from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts
 from tfolab.model import Simulation
 from tfolab.model.captured import CapturedRow
-from tfolab.model.loop import ReaderChoice
+from tfolab.model.loop import LockPoint, ReaderChoice
 from tfolab.model.simulation import other_app_order, other_replay_orders, with_lock_early
 
 # the most simulations the search for the readers' lock points may run (_reader_races):
@@ -231,14 +231,52 @@ def _one_more_point(
 ) -> list[_Outcome]:
     """The outcomes of `outcome`'s simulation with one more lock point (a take with one
     of the points its hold opens), each with its cost; only points at or before the
-    earliest disagreement, which a later point cannot cause. Stops at one that agrees."""
+    earliest disagreement, which a later point cannot cause. The points of that
+    disagreement's own connection come first, and if one of them removes
+    disagreements the others are not tried: an earlier connection's reader changes a
+    later connection only through its timing, and trying every connection's points at
+    every step spent the whole search on the third of five connections that each
+    needed two. Stops at one that agrees."""
     sim, aligned = outcome[0], outcome[1]
-    holding = {(c[0], c[1]) for c in sim.lock_early if c[3] == "take"}
     first = _first_wrong_event(aligned)
+    connection = _wrong_connection(sim, aligned)
+    points = [p for p in sim.lock_points if p.event_id <= first]
+    own = [p for p in points if p.connection == connection]
+    found = _with_one_of(own, outcome, attempt, against)
+    if any(f[3] < outcome[3] for f in found):
+        return found
+    others = [p for p in points if p.connection != connection]
+    return found + _with_one_of(others, outcome, attempt, against)
+
+
+def _later(connection: int | None, than: int | None) -> bool:
+    """Is the earliest disagreement now in a later connection (or gone)?"""
+    return connection is None or (than is not None and connection > than)
+
+
+def _wrong_connection(sim: Simulation, aligned: Sequence[Pair]) -> int | None:
+    """The simulation's own number of the connection its earliest disagreement is in
+    (a row's number leaves out the unmeasured connections); None where all agree."""
+    if not any(pair.disagreement for pair in aligned):
+        return None
+    first = _first_wrong_event(aligned)
+    return next((e.connection for e in sim.events if e.id == first), None)
+
+
+def _with_one_of(
+    points: list[LockPoint],
+    outcome: _Outcome,
+    attempt: Callable[[frozenset[ReaderChoice]], Simulation | None],
+    against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+) -> list[_Outcome]:
+    """_one_more_point's outcomes for these points, the latest first; it stops at one
+    that leaves the connection of the earliest disagreement agreeing, as the search
+    would follow it (an outcome that clears that connection agrees furthest)."""
+    sim = outcome[0]
+    connection = _wrong_connection(sim, outcome[1])
+    holding = {(c[0], c[1]) for c in sim.lock_early if c[3] == "take"}
     found: list[_Outcome] = []
-    for point in sorted(sim.lock_points, key=lambda p: -p.event_id):
-        if point.event_id > first:
-            continue  # after the first disagreement: it cannot be its cause
+    for point in sorted(points, key=lambda p: -p.event_id):
         if point.kind not in _OPENING and (point.connection, point.side) not in holding:
             continue  # a release or detach point belongs with its take (below)
         taken = attempt(sim.lock_early | {point.key})
@@ -259,6 +297,10 @@ def _one_more_point(
             candidate_aligned, candidate_model = against(candidate)
             found.append((candidate, candidate_aligned, candidate_model, _cost(candidate_aligned)))
             if not any(found[-1][3]):
+                return found
+            if found[-1][3] < outcome[3] and _later(
+                _wrong_connection(candidate, candidate_aligned), connection
+            ):
                 return found
     return found
 
