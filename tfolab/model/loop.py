@@ -441,21 +441,19 @@ class World:
         ):
             return False
         point = LockPoint(conn.number, "server", server.sock.rcv_nxt, "overtaken", wire.event_id)
-        self.lock_points.append(point)
-        if point.key not in self.lock_early:
+        if not self._taken(point):
             return False
         self._overtaking[conn.number] = (wire, burst)
-        self.recorder.note(
+        self._race_note(
             now,
-            iteration=server.sock.iteration,
-            connection=conn.number,
-            side="server",
-            text="the client's handshake ACK left from its softirq on one CPU and its "
+            conn,
+            "server",
+            "the client's handshake ACK left from its softirq on one CPU and its "
             "first data from its write() on the other; lo queued each on its own CPU's "
             "backlog, and the data reaches the server first: it completes the handshake "
             "itself (tcp_check_req), and the ACK comes after it (a race)",
-            cause="two CPUs' backlogs",
-            caused_by=wire.event_id,
+            "two CPUs' backlogs",
+            wire.event_id,
         )
 
         def late(t: int) -> None:
@@ -579,20 +577,18 @@ class World:
         point = LockPoint(
             conn.number, "client", conn.client.sock.rcv_nxt, "returned", wire.event_id
         )
-        self.lock_points.append(point)
-        if point.key not in self.lock_early:
+        if not self._taken(point):
             return False
-        self.recorder.note(
+        self._race_note(
             now,
-            iteration=conn.client.sock.iteration,
-            connection=conn.number,
-            side="client",
-            text="the client's call, woken by the SYN-ACK, has returned and its read() "
+            conn,
+            "client",
+            "the client's call, woken by the SYN-ACK, has returned and its read() "
             "has copied what was queued (with nothing queued it waits in sk_wait_data) "
             "before the server's next segment arrives, so that segment finds a reader, "
             "not an owner (a race: the client runs while the server's segments arrive)",
-            cause="the client's call on the other CPU",
-            caused_by=wire.event_id,
+            "the client's call on the other CPU",
+            wire.event_id,
         )
         conn.script.wake(now, wire.event_id)
         return True
@@ -610,21 +606,40 @@ class World:
         if not script.config.server_quickack or script.quickack_set:
             return
         point = LockPoint(conn.number, "server", server.sock.rcv_nxt, "quickack", wire.event_id)
-        self.lock_points.append(point)
-        if point.key not in self.lock_early:
+        if not self._taken(point):
             return
-        self.recorder.note(
+        self._race_note(
             now,
-            iteration=server.sock.iteration,
-            connection=conn.number,
-            side="server",
-            text="the server, woken by this segment, runs its setsockopt(TCP_QUICKACK) "
+            conn,
+            "server",
+            "the server, woken by this segment, runs its setsockopt(TCP_QUICKACK) "
             "before the rest of the burst arrives, and its recv() after (a race: the "
             "server runs on the other CPU while the client's segments still arrive)",
-            cause="the server's epoll loop on the other CPU",
-            caused_by=wire.event_id,
+            "the server's epoll loop on the other CPU",
+            wire.event_id,
         )
         script.set_quickack_early(now, wire.event_id)
+
+    def _taken(self, point: LockPoint) -> bool:
+        """Name a lock point (every one offered is a named race); is it taken here?"""
+        self.lock_points.append(point)
+        return point.key in self.lock_early
+
+    def _race_note(
+        self, now: int, conn: Connection, side: Side, text: str, cause: str, caused_by: int
+    ) -> None:
+        """The note a taken race point leaves on its side's timeline."""
+        endpoint = conn.client if side == "client" else conn.server
+        assert endpoint is not None
+        self.recorder.note(
+            now,
+            iteration=endpoint.sock.iteration,
+            connection=conn.number,
+            side=side,
+            text=text,
+            cause=cause,
+            caused_by=caused_by,
+        )
 
     def _releases(self, now: int, conn: Connection, wire: Wire) -> bool:
         """A segment reaches a socket its reader holds. Has the reader let it go already
