@@ -142,6 +142,12 @@ class Connection:
     counting: bool = True
     replay: TimeWaitPeer | None = None  # the replayed SYN's connection: the client's host
 
+    def endpoint(self, side: Side) -> TcpEndpoint:
+        """The connection's socket on `side` (the server's exists once its SYN arrived)."""
+        endpoint = self.client if side == "client" else self.server
+        assert endpoint is not None
+        return endpoint
+
 
 class World:
     def __init__(
@@ -551,13 +557,13 @@ class World:
             return False
         if self.env.link.one_way_delay_ns and not self._arriving(conn.number, wire.sender, now):
             return False  # with a delay only what arrives with it can follow at once
-        endpoint = conn.client if side == "client" else conn.server
-        assert endpoint is not None
-        point = LockPoint(conn.number, side, endpoint.sock.rcv_nxt, "take", wire.event_id)
-        self.lock_points.append(point)
+        point = LockPoint(
+            conn.number, side, conn.endpoint(side).sock.rcv_nxt, "take", wire.event_id
+        )
+        taken = self._taken(point)
         script = conn.script if side == "client" else conn.server_script
         assert script is not None
-        if point.key not in self.lock_early:
+        if not taken:
             if side == "server" and not handshake:
                 self._quickacked(now, conn, wire)
             return handshake and side == "client" and self._returned(now, conn, wire)
@@ -629,11 +635,9 @@ class World:
         self, now: int, conn: Connection, side: Side, text: str, cause: str, caused_by: int
     ) -> None:
         """The note a taken race point leaves on its side's timeline."""
-        endpoint = conn.client if side == "client" else conn.server
-        assert endpoint is not None
         self.recorder.note(
             now,
-            iteration=endpoint.sock.iteration,
+            iteration=conn.endpoint(side).sock.iteration,
             connection=conn.number,
             side=side,
             text=text,
@@ -658,20 +662,16 @@ class World:
         if released.key in self.lock_early:
             self._release(now, conn, side, wire.event_id)
             return True
-        receiver = conn.client if side == "client" else conn.server
-        assert receiver is not None
+        receiver = conn.endpoint(side)
         owner = receiver.sock.owner
         if owner is not None and owner.blocking:
             stopped = LockPoint(conn.number, side, end, "stopped", wire.event_id)
-            self.lock_points.append(stopped)
-            if stopped.key in self.lock_early:
+            if self._taken(stopped):
                 receiver.stop_copying(now)
         detach = detached.key in self.lock_early
         split = False
         if not detach and backlog.mergeable(receiver.sock, wire):
-            splits = LockPoint(conn.number, side, end, "split", wire.event_id)
-            self.lock_points.append(splits)
-            split = splits.key in self.lock_early
+            split = self._taken(LockPoint(conn.number, side, end, "split", wire.event_id))
         backlog.add(receiver.sock, now, wire, merge=not detach, split=split)  # tcp_add_backlog
         if detach:
             self._release(now, conn, side, wire.event_id)
@@ -679,8 +679,7 @@ class World:
 
     def _release(self, now: int, conn: Connection, side: Side, caused_by: int) -> None:
         """release_sock (backlog.py), then the reader's application goes on."""
-        endpoint = conn.client if side == "client" else conn.server
-        assert endpoint is not None
+        endpoint = conn.endpoint(side)
         if endpoint.sock.owner is None:
             return  # released at an earlier release point
         self._reading.discard((conn.number, side))
