@@ -14,6 +14,10 @@ Three outcomes at the server:
   them at once with 7571 bytes unread, window 98. Once in 10 runs of the suite's
   test (series run 3, 2026-11-27: "the kernel sent ACK seq 22714 ack 30276 ... the
   model has no such segment", round 4), and 4 times in 30 runs with one CPU busy.
+  With idle CPUs polling while measuring (tfolab.runner.awake) round 4 went this way
+  in 3 runs of 20: ACK 30276 and ACK 30285, both window 98. The search missed that
+  one until a segment only the kernel sent was anchored at the model's next row in
+  its direction (packets._first_wrong_event), not the one before it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from tfolab.model.simulation import with_lock_early
 
 EARLY = "delack-quickack-mtu3833-d62-6.18-quickack-early"
 WITH_TAKE = "delack-quickack-mtu3833-d62-6.18-quickack-early-and-take"
+LATE = "delack-quickack-mtu3833-d62-6.18-quickack-late"
 SETTINGS = {"cork": "true", "mtu": "3833", "second_write_bytes": "7561"}
 
 
@@ -51,6 +56,12 @@ def test_the_capture_agrees_where_the_setsockopt_ran_first(name: str) -> None:
     assert comparison.sentences == []
     assert (1, "server", 22705, "quickack") in comparison.simulation.lock_early
     assert comparison.races_used >= 1
+
+
+def test_the_search_finds_the_setsockopt_before_round_4s_last_segment() -> None:
+    comparison = packets.compare(model(), host_captures.load(LATE)[1], {})
+    assert comparison.sentences == []
+    assert comparison.simulation.lock_early == frozenset({(1, "server", 30276, "quickack")})
 
 
 def test_each_outcome_acks_as_the_kernel_did() -> None:

@@ -72,14 +72,15 @@ from tfolab.model.simulation import other_app_order, other_replay_orders, with_l
 
 # the most simulations the search for the readers' lock points may run (_reader_races):
 # 160 missed a Fast Open child's 5-segment answer at MTU 9000, D = 0 (a capture that 300
-# finds, in about 10 s); a run that agrees at once never spends it
+# finds, in about 10 s; that scenario is refused now, loop.py's "ahead" point); a run that
+# agrees at once never spends it
 LOCK_SEARCH = 400
 # of LOCK_SEARCH, the simulations kept for dropping the points not needed (_fewest)
 FEWEST_RESERVE = 16
 # the lock points a search may try on their own; the others only with a take
-_OPENING = ("take", "split", "returned", "overtaken", "quickack")
+_OPENING = ("take", "split", "returned", "overtaken", "quickack", "ahead")
 # the points that are not part of a take's hold (its release, detach, stopped and split)
-_NOT_HELD = ("take", "returned", "overtaken", "quickack")
+_NOT_HELD = ("take", "returned", "overtaken", "quickack", "ahead")
 
 
 @dataclass(frozen=True)
@@ -166,16 +167,29 @@ def compare(
         orders_named += 1  # one race, however many other outcomes it has
         better = False
         for other in outcomes:
-            if not any(_cost(aligned)):
+            if not any(_cost(aligned)) and not chosen.lock_early:
                 break
             tried = _reader_races(other, *against(other), against)
-            if _cost(tried[1]) < _cost(aligned):
+            if _explains_better(tried, (chosen, aligned, model)):
                 (chosen, aligned, model), better = tried, True
         orders_used += better
     named, used = race_count(aligned, model)
     named += orders_named + len(chosen.lock_points)
     used += orders_used + len(chosen.lock_early)
     return PacketComparison(chosen, tuple(aligned), named, used, lost)
+
+
+_Explained = tuple[Simulation, list[Pair], list[Row]]
+
+
+def _explains_better(other: _Explained, chosen: _Explained) -> bool:
+    """Does the other order of a D = 0 race (itself one race) explain the capture better:
+    fewer disagreements, or as few with fewer races than the lock points `chosen` took?
+    Two explanations of the same segments are told apart by how many races they need."""
+    other_cost, chosen_cost = _cost(other[1]), _cost(chosen[1])
+    if other_cost != chosen_cost:
+        return other_cost < chosen_cost
+    return len(other[0].lock_early) + 1 < len(chosen[0].lock_early)
 
 
 def _other_app_order(sim: Simulation) -> tuple[Simulation, ...]:
@@ -361,21 +375,40 @@ def _agreeing_prefix(aligned: Sequence[Pair]) -> int:
 def _first_wrong_event(aligned: Sequence[Pair]) -> int:
     """The model's event id of the earliest disagreement about TCP (of any, where only
     times disagree): its own row's, or for a segment only the kernel sent, the model's
-    row before it in that direction. A time is not a segment: on a slow host (CI's
-    emulated VM) the first iterations arrive late, and anchoring there would keep the
-    search from the lock point that explains a later window."""
-    first: dict[bool, int] = {}
-    last_model: dict[tuple[int, str], int] = {}
-    for pair in aligned:
+    next row in that direction (the last of its connection where none follows): what
+    made the kernel send it happened before that row, and may have come after the row
+    before it (a segment the peer sent meanwhile; seen at a "quickack" point, whose
+    extra ACK follows a client segment the server's previous row came before). A time is
+    not a segment: on a slow host (CI's emulated VM) the first iterations arrive late,
+    and anchoring there would keep the search from the lock point that explains a later
+    window."""
+    following: dict[int, int] = {}  # a kernel-only pair's index -> its anchor
+    upcoming: dict[tuple[int, str], int] = {}
+    last_of: dict[int, int] = {}
+    for index in reversed(range(len(aligned))):
+        pair = aligned[index]
         row = pair.model or pair.kernel
         assert row is not None
         direction = (row.connection, row.sender)
         if pair.model is not None and pair.model.event_id is not None:
-            last_model[direction] = pair.model.event_id
-        if pair.disagreement is not None:
-            anchor = last_model.get(direction, 0)
-            timing = pair.disagreement.timing_only
-            first[timing] = min(first.get(timing, anchor), anchor)
+            upcoming[direction] = pair.model.event_id
+            last_of[row.connection] = max(last_of.get(row.connection, 0), pair.model.event_id)
+        elif pair.disagreement is not None:
+            following[index] = upcoming.get(direction, -1)
+    first: dict[bool, int] = {}
+    for index, pair in enumerate(aligned):
+        if pair.disagreement is None:
+            continue
+        if pair.model is not None and pair.model.event_id is not None:
+            anchor = pair.model.event_id
+        else:
+            row = pair.model or pair.kernel
+            assert row is not None
+            anchor = following.get(index, -1)
+            if anchor < 0:
+                anchor = last_of.get(row.connection, 0)
+        timing = pair.disagreement.timing_only
+        first[timing] = min(first.get(timing, anchor), anchor)
     return first.get(False, first.get(True, 0))
 
 
