@@ -49,6 +49,12 @@ Rules (each the reason the kernel would leave the model's world):
   first while the rest arrive: the windows its ACKs advertise then follow a
   race between two CPUs the lock points do not reproduce
   (`reader_race_refusal`, measured on 6.18).
+- Without a delay a Fast Open child's answer may reach the client before its
+  SYN-ACK and be dropped there (loop.py's "ahead" point); the model follows
+  the retransmission timer that sends it again for an answer of one segment
+  (retransmit.py). A longer answer leaves the domain as the world runs
+  (`Env.beyond_domain`): after the timeout the rest goes from a congestion
+  window of one (tcp_enter_loss).
 - A backend that keeps queued packets charged to their socket (the NFQUEUE
   stand-in) lets TCP Small Queues hold back a write's third GSO packet until
   the first leaves the queue (tcp_small_queue_check; tcp_rtx_queue_empty_or_

@@ -28,6 +28,7 @@ class Flight:
     retransmitted: bool
     event_id: int  # the Segment event that carried it
     data: bool = True  # False for a bare SYN, SYN-ACK or FIN
+    dropped: bool = False  # its peer dropped it (retransmit.py): the timer will fire
 
 
 @dataclass(frozen=True)

@@ -67,10 +67,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
-from tfolab.model import backlog
+from tfolab.model import backlog, retransmit
 from tfolab.model.apps import ClientPhase, ClientScript, ServerScript
 from tfolab.model.clock import JiffyClock, Link, ms_to_ns
 from tfolab.model.delack import DelackRules
+from tfolab.model.domain import TIMERS_ISSUE
 from tfolab.model.endpoint import TcpEndpoint
 from tfolab.model.events import Recorder, Side
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
@@ -94,7 +95,7 @@ REPLAY_ORDERS: tuple[ReplayOrder, ...] = ("chain-first", "app-first", "app-holds
 
 
 LockKind = Literal[
-    "take", "release", "detach", "stopped", "split", "returned", "overtaken", "quickack"
+    "take", "release", "detach", "stopped", "split", "returned", "overtaken", "quickack", "ahead"
 ]
 
 
@@ -113,7 +114,9 @@ class LockPoint:
     race of the same kind, found and counted the same way); or where the echo server,
     woken, had run its setsockopt(TCP_QUICKACK) but not yet its recv() when the next
     segment came ("quickack": that segment finds no owner, and its ACK counts what
-    is still unread):
+    is still unread); or, without a delay, where a Fast Open child's answer reached
+    the client before its SYN-ACK did ("ahead", named by the client's side, the mirror
+    of "overtaken"):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
@@ -210,6 +213,8 @@ class World:
         self._woken: set[tuple[int, int]] = set()  # (script, instant) with a turn pending
         # connection -> its handshake ACK held back while the first data overtakes it
         self._overtaking: dict[int, tuple[Wire, tuple[int, str, int, int]]] = {}
+        # connection -> its SYN-ACK held back while the server's answer overtakes it
+        self._behind: dict[int, tuple[Wire, tuple[int, str, int, int]]] = {}
         # (connection, side) whose client took its socket at a lock point in a blocking
         # read(), connect() or sendto(): the call is under way, and the release that ends
         # it wakes the application (_release); the echo server's recv() does not block
@@ -407,11 +412,14 @@ class World:
     ) -> None:
         """A segment arrives (`held`: a handshake ACK that the first data overtook)."""
         conn = self.connections[wire.connection]
-        if not held and self._overtaken(now, conn, wire, burst):
+        if not held and (
+            self._overtaken(now, conn, wire, burst) or self._ahead(now, conn, wire, burst)
+        ):
             return
         self._receive(now, conn, wire, burst)
-        if wire.payload and wire.sender == "client":
-            overtaken = self._overtaking.pop(conn.number, None)
+        waiting = self._overtaking if wire.sender == "client" else self._behind
+        if wire.payload:
+            overtaken = waiting.pop(conn.number, None)
             if overtaken is not None:
                 self._deliver(now, *overtaken, held=True)
 
@@ -470,6 +478,78 @@ class World:
         self._at(now, late, release=True)
         return True
 
+    def _ahead(
+        self, now: int, conn: Connection, wire: Wire, burst: tuple[int, str, int, int]
+    ) -> bool:
+        """Without a delay, does a Fast Open child's answer reach the client before its
+        SYN-ACK (an "ahead" point, named at that SYN-ACK; Linux 6.1 and 6.18)?
+
+        The SYN-ACK leaves from the softirq that took the SYN, on one CPU; the answer
+        from the server application's write(), perhaps on the other; lo queues each on
+        the backlog of the CPU that sent it (enqueue_to_backlog), the mirror of
+        `_overtaken`. The answer then finds the client in SYN_SENT, which drops it
+        (tcp_rcv_synsent_state_process), and the server's retransmission timer sends it
+        again (retransmit.py). Taken, the SYN-ACK waits until the server's answer at
+        this instant has arrived, or, if none comes, until everything else at the
+        instant has run. Seen in CI's VM (6.1, VM fuzz seed 5252): the answer again
+        208 ms after the client's ACK of the SYN-ACK."""
+        server = conn.server
+        if (
+            self.env.link.one_way_delay_ns
+            or wire.sender != "server"
+            or not wire.syn
+            or (wire.ack or 0) <= 1  # the SYN's data acknowledged: the child has the request
+            or conn.replay is not None
+            or server is None
+            or conn.server_script is None
+            or conn.server_script.closed
+            or not conn.server_script.acceptable
+            or b"\n" not in server.sock.rcv_buf  # the server answers at this instant
+            or conn.client.sock.state is not TcpState.SYN_SENT
+        ):
+            return False
+        point = LockPoint(conn.number, "client", wire.seq + 1, "ahead", wire.event_id)
+        taken = self._taken(point)
+        if self._answer_unfollowable(conn, server) or not taken:
+            return False
+        self._behind[conn.number] = (wire, burst)
+        self._race_note(
+            now,
+            conn,
+            "client",
+            "the server's SYN-ACK left from its softirq on one CPU and its answer from "
+            "its write() on the other; lo queued each on its own CPU's backlog, and the "
+            "answer reaches the client first, still in SYN_SENT (a race)",
+            "two CPUs' backlogs",
+            wire.event_id,
+        )
+
+        def late(t: int) -> None:
+            behind = self._behind.pop(conn.number, None)
+            if behind is not None:
+                self._deliver(t, *behind, held=True)
+
+        self._at(now, late, release=True)
+        return True
+
+    def _answer_unfollowable(self, conn: Connection, server: TcpEndpoint) -> bool:
+        """Where the answer that may be "ahead" is longer than one segment, the model cannot
+        follow the retransmissions that race leads to: the scenario leaves the domain."""
+        line = server.sock.rcv_buf.index(b"\n") + 1
+        cfg = self.config
+        answer = cfg.answer_bytes(line) if cfg.response_bytes else line
+        if answer <= server.sock.mss_cache:
+            return False
+        self.env.beyond_domain.append(
+            f"connection {conn.number}: without a delay the Fast Open server's answer "
+            f"({answer} bytes, more than one segment of {server.sock.mss_cache}) may reach "
+            f"the client before its SYN-ACK, which drops it in SYN_SENT "
+            f"(tcp_rcv_synsent_state_process); its retransmission after the timer, from a "
+            f"congestion window of one (tcp_enter_loss), {TIMERS_ISSUE}; the model follows "
+            f"that race for an answer of one segment"
+        )
+        return True
+
     def _receive(
         self, now: int, conn: Connection, wire: Wire, burst: tuple[int, str, int, int]
     ) -> None:
@@ -491,6 +571,9 @@ class World:
             receiver.sock.more_in_burst = not last
         if wire.sender == "server":
             before = conn.client.sock.state
+            if before is TcpState.SYN_SENT and not wire.syn:
+                self._dropped_in_syn_sent(now, conn, wire)
+                return
             conn.client.receive(now, wire)
             reading = conn.script.phase is ClientPhase.READING
             # the SYN-ACK wakes a blocked connect() or sendto(), which takes the socket;
@@ -511,6 +594,8 @@ class World:
             return
         before = conn.server.sock.state
         conn.server.receive(now, wire)
+        if before is TcpState.SYN_RECV and conn.server.sock.state is not before:
+            retransmit.rearm_after_synack(conn.server.sock, now, wire.event_id)
         assert conn.server_script is not None
         woken = _wakes(wire, before, conn.server.sock.state)
         if (
@@ -536,6 +621,20 @@ class World:
             return
         if last and woken and not wire.stale:  # another connection's ACK gives it nothing
             self._wake(now, script, conn.number, "server", wire.event_id)
+
+    def _dropped_in_syn_sent(self, now: int, conn: Connection, wire: Wire) -> None:
+        """tcp_rcv_synsent_state_process: in SYN_SENT a segment without SYN is dropped
+        ("fifth, if neither of the SYN or RST bits is set then drop the segment"); data
+        dropped there is sent again by the server's retransmission timer."""
+        conn.client.sock.note(
+            now,
+            f"{wire.what} dropped: the client is still in SYN_SENT, waiting for the "
+            "SYN-ACK, and tcp_rcv_synsent_state_process drops a segment without SYN",
+            wire.event_id,
+            "segment arrived in SYN_SENT",
+        )
+        if wire.payload and conn.server is not None:
+            retransmit.dropped_by_peer(conn.server.sock, wire)
 
     def _takes(
         self,

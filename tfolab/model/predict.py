@@ -24,6 +24,9 @@ from dataclasses import asdict, dataclass
 
 from tfolab.model.events import Event, Segment, Timer
 
+# how a fired timer on a critical path is named in its steps
+TIMER_NAMES = {"delack": "delayed-ACK timer", "rto": "retransmission timer"}
+
 
 @dataclass
 class Headline:
@@ -179,7 +182,8 @@ def _steps(path: list[Event], by_id: dict[int, Event]) -> tuple[str, ...]:
         elif isinstance(event, Timer) and event.action == "fired":
             armed = by_id.get(event.caused_by) if event.caused_by is not None else None
             wait = event.time_ms - armed.time_ms if armed is not None else 0.0
-            steps.append(f"[{event.side} delayed-ACK timer {wait:.1f} ms]")
+            kind = TIMER_NAMES.get(event.name, f"{event.name} timer")
+            steps.append(f"[{event.side} {kind} {wait:.1f} ms]")
     return tuple(steps)
 
 
@@ -192,10 +196,14 @@ def _explain(
     hz: int,
 ) -> str:
     head = f"{hops}D"
-    if fired:
+    delacks = [t for t in fired if t.name == "delack"]
+    if delacks:
         band = f"{ato_ms:g}-{ato_ms + tick_ms:g} ms at HZ={hz}"
-        head += " + delayed ACK" if len(fired) == 1 else f" + {len(fired)} delayed ACKs"
+        head += " + delayed ACK" if len(delacks) == 1 else f" + {len(delacks)} delayed ACKs"
         head += f" ({band})"
+    timeouts = len(fired) - len(delacks)
+    if timeouts:
+        head += " + retransmission timeout" if timeouts == 1 else f" + {timeouts} timeouts"
     if not steps:
         return f"{head}: no packet on the path"
     return f"{head}: " + ", ".join(steps)

@@ -115,6 +115,7 @@ class TcpSock:
         # since the last ACK, and whether an ACK has since grown cwnd past TCP_INIT_CWND
         self.max_packets_out = 0
         self.cwnd_grown_by: int | None = None  # the flight (segments) whose ACK grew it
+        self.dropped: dict[int, Wire] = {}  # by seq: what the peer dropped (retransmit.py)
         # the receive side
         self.rcv_nxt = 0
         self.rcv_wup = 0  # rcv_nxt when the last ACK left

@@ -1,0 +1,113 @@
+"""The retransmission timer, where the model follows it: an answer its client dropped.
+
+Rules (Linux 6.1 and 6.18):
+- The model's link loses nothing. The one segment it has dropped is a Fast
+  Open child's answer that, without a delay, reached its client before the
+  SYN-ACK did (loop.py's "ahead" point): in SYN_SENT,
+  tcp_rcv_synsent_state_process drops a segment without SYN ("fifth, if
+  neither of the SYN or RST bits is set then drop the segment").
+- The kernel runs the timer for every unacknowledged flight; the model draws
+  it only where it fires, for a flight its peer dropped (Flight.dropped).
+- The child's first RTT sample comes with the ACK of its SYN-ACK
+  (tcp_rcv_state_process, TCP_SYN_RECV: tcp_synack_rtt_meas), microseconds
+  and at least 1 (tcp_rtt_estimator: srtt_us = max(1U, srtt)), and sets the
+  RTO to m + max(2m, tcp_rto_min), 200 ms, rounded up to jiffies
+  (__tcp_set_rto, usecs_to_jiffies). tcp_rcv_synrecv_state_fastopen then
+  re-arms the timer with it (tcp_rearm_rto) while the answer is
+  unacknowledged; no loss probe stood before it (tcp_schedule_loss_probe
+  skips a Fast Open connection whose handshake has not ended).
+- When it fires, tcp_retransmit_timer sends the head of the retransmit queue
+  again (tcp_retransmit_skb): the same bytes and flags, this moment's ACK and
+  window. loop.py names the point only where the answer is one segment, so
+  the head is all that was lost.
+"""
+
+from __future__ import annotations
+
+from tfolab.model.flights import Flight
+from tfolab.model.output import transmit
+from tfolab.model.sock import RTO_MIN_NS, TcpSock
+from tfolab.model.wire import Wire
+
+NS_PER_US = 1000
+
+
+def dropped_by_peer(sock: TcpSock, wire: Wire) -> None:
+    """The peer dropped `wire`, a flight of this socket's: its timer will fire for it."""
+    sock.dropped[wire.seq] = wire
+    for flight in sock.flights:
+        if flight.seq == wire.seq:
+            flight.dropped = True
+
+
+def synack_rto_jiffies(sock: TcpSock) -> int:
+    """The RTO the ACK of the SYN-ACK sets (tcp_synack_rtt_meas -> tcp_set_rto)."""
+    assert sock.srtt_ns is not None
+    m_us = max(1, sock.srtt_ns // NS_PER_US)
+    rto_us = m_us + max(2 * m_us, RTO_MIN_NS // NS_PER_US)
+    return sock.env.clock.ns_to_jiffies_up(rto_us * NS_PER_US)  # usecs_to_jiffies rounds up
+
+
+def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
+    """tcp_rcv_synrecv_state_fastopen -> tcp_rearm_rto: drawn where a dropped flight waits."""
+    if not any(f.dropped for f in sock.flights):
+        return
+    env = sock.env
+    rto = synack_rto_jiffies(sock)
+    expires = sock.jiffies(now) + rto
+    fire_ns = env.clock.timer_fires_at(expires, now)
+    armed = env.recorder.timer(
+        now,
+        fire_ns,
+        iteration=sock.iteration,
+        connection=sock.connection,
+        side=sock.side,
+        name="rto",
+        action="armed",
+        explanation=(
+            f"retransmission timer re-armed with the RTO this ACK's RTT sample sets, "
+            f"{env.clock.jiffies_to_ms(rto):g} ms (tcp_synack_rtt_meas, "
+            f"tcp_rcv_synrecv_state_fastopen -> tcp_rearm_rto): the answer is still "
+            f"unacknowledged (fires in "
+            f"{(fire_ns - now) / 1e6:.1f} ms, on a tick)"
+        ),
+        cause="ACK of the SYN-ACK arrived",
+        caused_by=caused_by,
+    ).id
+    env.call_at(fire_ns, lambda t: _fire(sock, t, armed))
+
+
+def _fire(sock: TcpSock, now: int, armed: int) -> None:
+    """tcp_retransmit_timer: the head of the retransmit queue again, if still unacknowledged."""
+    head = sock.flights[0] if sock.flights else None
+    if head is None or not head.dropped:
+        return
+    fired = sock.env.recorder.timer(
+        now,
+        now,
+        iteration=sock.iteration,
+        connection=sock.connection,
+        side=sock.side,
+        name="rto",
+        action="fired",
+        explanation="retransmission timer fired: the answer was never acknowledged",
+        cause="the timer expired",
+        caused_by=armed,
+    ).id
+    lost = sock.dropped.pop(head.seq)
+    event_id = transmit(
+        sock,
+        now,
+        flags=lost.flags,
+        seq=lost.seq,
+        payload=lost.payload,
+        what=f"{lost.what} again",
+        explanation=(
+            f"{lost.what} ({len(lost.payload)} B) sent again by the retransmission timer "
+            "(tcp_retransmit_timer -> tcp_retransmit_skb): the client, still in SYN_SENT "
+            "when it arrived, had dropped it"
+        ),
+        cause="the retransmission timer fired",
+        caused_by=fired,
+    )
+    sock.flights[0] = Flight(head.seq, head.end, now, True, event_id)
