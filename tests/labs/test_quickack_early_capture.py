@@ -14,7 +14,8 @@ Three outcomes at the server:
   them at once with 7571 bytes unread, window 98. Once in 10 runs of the suite's
   test (series run 3, 2026-11-27: "the kernel sent ACK seq 22714 ack 30276 ... the
   model has no such segment", round 4), and 4 times in 30 runs with one CPU busy.
-  With idle CPUs polling while measuring (tfolab.runner.awake) round 4 went this way
+  With idle CPUs polling while measuring (a CPU latency request of 0 us, tried and
+  left out: docs/DESIGN.md, "Measurement slots") round 4 went this way
   in 3 runs of 20: ACK 30276 and ACK 30285, both window 98. The search missed that
   one until a segment only the kernel sent was anchored at the model's next row in
   its direction (packets._first_wrong_event), not the one before it.

@@ -1,8 +1,7 @@
 """A measuring turn in a process of its own, as a runner holds one (for tests/runner/test_turn.py).
 
 argv: the slots folder, then "lab" (two sleeping stand-ins for the echo server and
-the delayer, at real-time priority and with idle CPUs polling where permitted) or
-"bench" (the slot alone).
+the delayer, at real-time priority where permitted) or "bench" (the slot alone).
 It prints, each line flushed at once: "SETTING-UP" before it waits for quiet,
 "SETUP <setup_ms>" once set up, "EVENT <name> <json>" for every event the turn
 emits, and "MEASURING <server> <delayer>" once it holds its slot. Then it reads
@@ -26,7 +25,7 @@ from pathlib import Path
 import msgspec
 
 from tfolab.core.slots import SlotTable
-from tfolab.runner import awake, priority
+from tfolab.runner import priority
 from tfolab.runner.protocol import Event
 from tfolab.runner.turn import LabProcesses, MeasuringTurn
 
@@ -72,10 +71,8 @@ def main() -> None:
                     turn.dismantle_at_end(lambda process=process: stop(process))
                 say(f"SETUP {turn.setup_ms(started)}")
             realtime = priority.realtime_permitted()[0]
-            polling = awake.awake_permitted()[0]
             server, delayer = (process.pid for process in lab)
-            processes = LabProcesses(server, delayer, realtime, polling)
-            turn.take_slot(processes if what == "lab" else None)
+            turn.take_slot(LabProcesses(server, delayer, realtime) if what == "lab" else None)
             say(f"MEASURING {server} {delayer}")
             if sys.stdin.readline().strip() == "raise":
                 raise RuntimeError("an error inside the turn")

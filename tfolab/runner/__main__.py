@@ -18,7 +18,7 @@ import time
 
 from tfolab.core import kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
-from tfolab.runner import awake, netns, priority, truesize
+from tfolab.runner import netns, priority, truesize
 from tfolab.runner.backends import REINSTALL_FIX, install_delay
 from tfolab.runner.capture import Capture, CaptureUnavailable
 from tfolab.runner.protocol import Done, Event, Failed, Job, Setup, frame
@@ -46,7 +46,6 @@ def main() -> int:
                 netns.set_loopback(True)
                 heads, heads_note = _measure_skb_heads(job)
                 realtime, scheduling = priority.realtime_permitted()
-                polling, idle_note = awake.awake_permitted()
                 delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
                 turn.dismantle_at_end(delay.stop)
                 network = LabNetwork(delay.backend, delay.delay_ms, server)
@@ -62,23 +61,21 @@ def main() -> int:
                 first = prepare_scenario(network, job.scenarios[0])
                 turn.dismantle_at_end(first.server.stop)
                 # Namespace + delay + the first server ready is the lab's setup time.
-                notes = [*delay.notes, scheduling, idle_note, turn.table.note, heads_note]
+                notes = [*delay.notes, scheduling, turn.table.note, heads_note]  # some ""
                 emit(
                     Setup(
                         backend=delay.backend,
                         delay_ms=delay.delay_ms,
                         namespace=how,
                         kernel=kernel.kernel_release(),
-                        notes=[note for note in notes if note],  # some are ""
+                        notes=[note for note in notes if note],
                         setup_ms=turn.setup_ms(started),
                         capture=capture_off,
                         realtime=realtime,
                         skb_heads=heads,
                     )
                 )
-            turn.take_slot(
-                LabProcesses(first.server.process.pid, network.delayer_pid, realtime, polling)
-            )
+            turn.take_slot(LabProcesses(first.server.process.pid, network.delayer_pid, realtime))
             measure_scenario(network, first, emit)
             for scenario in job.scenarios[1:]:
                 measure_scenario(network, prepare_scenario(network, scenario), emit)

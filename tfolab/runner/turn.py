@@ -8,8 +8,8 @@ Rules:
   they raise SystemExit), first dismantles what `dismantle_at_end` was given,
   last given first (servers, the capture, the delayer: their teardown is
   kernel work that would land in the next run's measurement), then gives the
-  served class its CPUs back, this process normal scheduling, the CPUs their
-  idle states, and the slot to the next in line, in that order and exactly once. SIGTERM, SIGHUP and
+  served class its CPUs back, this process normal scheduling, and the slot to
+  the next in line, in that order and exactly once. SIGTERM, SIGHUP and
   SIGINT arriving meanwhile wait until it is done. A SIGKILL frees the slot
   in the kernel; the class then stays off its CPU until the next run gives back.
 - Setup (`with turn.setting_up():`) is kernel work (a namespace, a delayer, a
@@ -24,16 +24,14 @@ Rules:
   then leads an autogroup of its own at nice 0 (until then it waited in its
   parent's; a served UI's is at nice 19), keeps its served class off the last
   CPUs (tfolab.runner.served_class) and, where permitted, runs itself and the
-  server at SCHED_FIFO 5 (tfolab.runner.priority) and keeps idle CPUs polling
-  (tfolab.runner.awake). Without, the turn is the slot alone: the bench's
-  processes stay on normal scheduling.
+  server at SCHED_FIFO 5 (tfolab.runner.priority). Without, the turn is the
+  slot alone: the bench's processes stay on normal scheduling.
 - A turn is entered in the main thread (it sets signal handlers).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -43,7 +41,7 @@ from typing import Any
 
 from tfolab.core import autogroup
 from tfolab.core.slots import Slot, SlotTable
-from tfolab.runner import awake, priority, served_class
+from tfolab.runner import priority, served_class
 from tfolab.runner.protocol import Event, SlotTaken, SlotWait
 
 TEARDOWN_SETTLE_S = 0.15  # after a hand-over, before the new holder measures
@@ -62,7 +60,6 @@ class LabProcesses:
     server: int
     delayer: int | None  # tfo-delay keeps its own real-time priority
     realtime: bool  # SCHED_FIFO is permitted here (priority.realtime_permitted)
-    awake: bool = False  # idle CPUs may be kept polling (awake.awake_permitted)
 
 
 class MeasuringTurn:
@@ -78,7 +75,6 @@ class MeasuringTurn:
         self._slot: Slot | None = None
         self._moved: list[int] = []  # the served class, off the last CPUs
         self._realtime = False
-        self._awake: int | None = None  # the CPU latency request, while it is held
 
     def __enter__(self) -> MeasuringTurn:
         for signum in STOPPING:
@@ -140,20 +136,14 @@ class MeasuringTurn:
         if lab is not None and lab.realtime:
             self._realtime = True
             priority.prefer_realtime((lab.server,))
-        if lab is not None and lab.awake:
-            self._awake = awake.hold()
 
     def _give_back(self) -> None:
-        """The class every CPU, this process normal scheduling, the CPUs their idle states,
-        the slot to the next in line."""
+        """The class every CPU, this process normal scheduling, the slot to the next in line."""
         moved, self._moved = self._moved, []
         served_class.give_back(moved)
         if self._realtime:
             self._realtime = False
             priority.normal_scheduling()
-        held, self._awake = self._awake, None
-        if held is not None:
-            os.close(held)
         slot, self._slot = self._slot, None
         if slot is not None:
             slot.release()
