@@ -202,18 +202,15 @@ def arm(
     sock.delack_fire_ns = fire_ns
     sock.delack_armed_ns = now
     sock.delack_ato_jiffies = expiry - sock.jiffies(now)
-    sock.delack_event = env.recorder.timer(
+    sock.delack_event = sock.timer(
         now,
         fire_ns,
-        iteration=sock.iteration,
-        connection=sock.connection,
-        side=sock.side,
         name="delack",
         action="armed",
         explanation=f"{why} (fires in {wait_ms:.1f} ms, on a tick)",
         cause=cause,
         caused_by=caused_by,
-    ).id
+    )
     env.call_at(fire_ns, lambda t: fire(sock, t))
 
 
@@ -241,12 +238,9 @@ def fire(sock: TcpSock, now: int) -> None:
     sock.delack_fire_ns = None
     what = sock.env.rules.timer_fired(sock.ack, sock.jiffies(now), sock.rto_jiffies())
     unless_merged = what is not None and sock.merged_burst_end == sock.rcv_nxt
-    fired = sock.env.recorder.timer(
+    fired = sock.timer(
         now,
         now,
-        iteration=sock.iteration,
-        connection=sock.connection,
-        side=sock.side,
         name="delack",
         action="fired",
         explanation=f"delayed-ACK timer fired: {what}"
@@ -255,7 +249,7 @@ def fire(sock: TcpSock, now: int) -> None:
         cause="the timer expired",
         caused_by=sock.delack_event,
         unless_merged=unless_merged,
-    ).id
+    )
     if what is not None:
         sock.count("DelayedACKs")  # tcp_delack_timer_handler: __NET_INC_STATS(DELAYEDACKS)
         send_ack(

@@ -211,10 +211,9 @@ class World:
         self._acting = 0  # the running action's number: segments it sends form one burst
         self._plan: list[list[int]] = []
         self._woken: set[tuple[int, int]] = set()  # (script, instant) with a turn pending
-        # connection -> its handshake ACK held back while the first data overtakes it
-        self._overtaking: dict[int, tuple[Wire, tuple[int, str, int, int]]] = {}
-        # connection -> its SYN-ACK held back while the server's answer overtakes it
-        self._behind: dict[int, tuple[Wire, tuple[int, str, int, int]]] = {}
+        # (connection, sender) -> a segment held back while that sender's data overtakes
+        # it: the client's handshake ACK ("overtaken"), the server's SYN-ACK ("ahead")
+        self._held: dict[tuple[int, str], tuple[Wire, tuple[int, str, int, int]]] = {}
         # (connection, side) whose client took its socket at a lock point in a blocking
         # read(), connect() or sendto(): the call is under way, and the release that ends
         # it wakes the application (_release); the echo server's recv() does not block
@@ -417,11 +416,8 @@ class World:
         ):
             return
         self._receive(now, conn, wire, burst)
-        waiting = self._overtaking if wire.sender == "client" else self._behind
         if wire.payload:
-            overtaken = waiting.pop(conn.number, None)
-            if overtaken is not None:
-                self._deliver(now, *overtaken, held=True)
+            self._release_held(now, conn.number, wire.sender)
 
     def _overtaken(
         self, now: int, conn: Connection, wire: Wire, burst: tuple[int, str, int, int]
@@ -457,7 +453,7 @@ class World:
         point = LockPoint(conn.number, "server", server.sock.rcv_nxt, "overtaken", wire.event_id)
         if not self._taken(point):
             return False
-        self._overtaking[conn.number] = (wire, burst)
+        self._hold_back(now, conn, wire, burst)
         self._race_note(
             now,
             conn,
@@ -469,13 +465,6 @@ class World:
             "two CPUs' backlogs",
             wire.event_id,
         )
-
-        def late(t: int) -> None:
-            overtaken = self._overtaking.pop(conn.number, None)
-            if overtaken is not None:
-                self._deliver(t, *overtaken, held=True)
-
-        self._at(now, late, release=True)
         return True
 
     def _ahead(
@@ -512,7 +501,7 @@ class World:
         taken = self._taken(point)
         if self._answer_unfollowable(conn, server) or not taken:
             return False
-        self._behind[conn.number] = (wire, burst)
+        self._hold_back(now, conn, wire, burst)
         self._race_note(
             now,
             conn,
@@ -523,14 +512,22 @@ class World:
             "two CPUs' backlogs",
             wire.event_id,
         )
-
-        def late(t: int) -> None:
-            behind = self._behind.pop(conn.number, None)
-            if behind is not None:
-                self._deliver(t, *behind, held=True)
-
-        self._at(now, late, release=True)
         return True
+
+    def _hold_back(
+        self, now: int, conn: Connection, wire: Wire, burst: tuple[int, str, int, int]
+    ) -> None:
+        """Hold `wire` back at a taken "overtaken" or "ahead" point: it arrives right
+        after its sender's next data segment at this instant, or, if none comes, once
+        everything else at the instant has run."""
+        self._held[(conn.number, wire.sender)] = (wire, burst)
+        self._at(now, lambda t: self._release_held(t, conn.number, wire.sender), release=True)
+
+    def _release_held(self, now: int, connection: int, sender: str) -> None:
+        """Deliver the segment `_hold_back` holds for this sender, if it still does."""
+        held = self._held.pop((connection, sender), None)
+        if held is not None:
+            self._deliver(now, *held, held=True)
 
     def _answer_unfollowable(self, conn: Connection, server: TcpEndpoint) -> bool:
         """Where the answer that may be "ahead" is longer than one segment, the model cannot

@@ -163,12 +163,9 @@ def _ack_sent(sock: TcpSock, now: int, event_id: int, what: str) -> None:
                 "socket in TCP_CLOSE, which tcp_rcv_state_process drops: no last ACK, and "
                 "the FIN is sent again 200 ms or more later, after the capture"
             )
-    sock.env.recorder.timer(
+    sock.timer(
         now,
         sock.delack_fire_ns,
-        iteration=sock.iteration,
-        connection=sock.connection,
-        side=sock.side,
         name="delack",
         action="cancelled",
         explanation=explanation,

@@ -56,12 +56,9 @@ def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
     rto = synack_rto_jiffies(sock)
     expires = sock.jiffies(now) + rto
     fire_ns = env.clock.timer_fires_at(expires, now)
-    armed = env.recorder.timer(
+    armed = sock.timer(
         now,
         fire_ns,
-        iteration=sock.iteration,
-        connection=sock.connection,
-        side=sock.side,
         name="rto",
         action="armed",
         explanation=(
@@ -73,7 +70,7 @@ def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
         ),
         cause="ACK of the SYN-ACK arrived",
         caused_by=caused_by,
-    ).id
+    )
     env.call_at(fire_ns, lambda t: _fire(sock, t, armed))
 
 
@@ -82,18 +79,15 @@ def _fire(sock: TcpSock, now: int, armed: int) -> None:
     head = sock.flights[0] if sock.flights else None
     if head is None or not head.dropped:
         return
-    fired = sock.env.recorder.timer(
+    fired = sock.timer(
         now,
         now,
-        iteration=sock.iteration,
-        connection=sock.connection,
-        side=sock.side,
         name="rto",
         action="fired",
         explanation="retransmission timer fired: the answer was never acknowledged",
         cause="the timer expired",
         caused_by=armed,
-    ).id
+    )
     lost = sock.dropped.pop(head.seq)
     event_id = transmit(
         sock,

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from tfolab.model.burst import Burst
 from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
-from tfolab.model.events import Side
+from tfolab.model.events import Side, TimerAction
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
 from tfolab.model.flights import Flight, WriteMark
 from tfolab.model.rcv_space import RcvSpace
@@ -311,6 +311,35 @@ class TcpSock:
             text=text,
             cause=cause,
             caused_by=caused_by,
+        ).id
+
+    def timer(
+        self,
+        now: int,
+        deadline: int,
+        *,
+        name: str,
+        action: TimerAction,
+        explanation: str,
+        cause: str,
+        caused_by: int | None,
+        race: bool = False,
+        unless_merged: bool = False,
+    ) -> int:
+        """Record a Timer on this socket's connection and side; returns its id."""
+        return self.env.recorder.timer(
+            now,
+            deadline,
+            iteration=self.iteration,
+            connection=self.connection,
+            side=self.side,
+            name=name,
+            action=action,
+            explanation=explanation,
+            cause=cause,
+            caused_by=caused_by,
+            race=race,
+            unless_merged=unless_merged,
         ).id
 
     def count(self, counter: str) -> None:
