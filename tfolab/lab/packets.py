@@ -79,7 +79,8 @@ LOCK_SEARCH = 400
 FEWEST_RESERVE = 16
 # the lock points a search may try on their own; the others only with a take
 _OPENING = ("take", "split", "returned", "overtaken", "quickack", "ahead")
-# the points that are not part of a take's hold (its release, detach, stopped and split)
+# the points that are not part of a take's hold (its release, detach, stopped, cleanup and
+# split)
 _NOT_HELD = ("take", "returned", "overtaken", "quickack", "ahead")
 
 
@@ -205,8 +206,8 @@ def _reader_races(
 ) -> tuple[Simulation, list[Pair], list[Row]]:
     """Where the woken readers took their sockets and let them go
     (model/backlog.py): the lock points the capture shows, found by adding one at a
-    time (a take alone, or with one of the release, detach, stopped or split points it
-    opens) while that removes disagreements, within LOCK_SEARCH simulations, of which
+    time (a take alone, or with one of the release, detach, stopped, cleanup or split
+    points it opens) while that removes disagreements, within LOCK_SEARCH simulations, of which
     the last FEWEST_RESERVE are kept for _fewest. Of the outcomes that remove the most
     at a step, the one that agrees furthest into the capture is followed: two points may
     explain the same segment, and only one of them the segments after it. Each lock
@@ -327,7 +328,7 @@ def _fewest(
     budget: list[int],
 ) -> tuple[Simulation, list[Pair], list[Row]]:
     """Drop each lock point the search took that the capture does not need (a take with
-    the release, detach or stopped points of its hold), while the outcome stays as good:
+    the release, detach, stopped or cleanup points of its hold), while the outcome stays as good:
     the greedy search may take a point that helped only on the way, and every point
     taken is counted as a race the kernel went the other way in. Within what is left
     of the search's budget."""
@@ -347,7 +348,7 @@ def _fewest(
 
 
 def _opened_by(chosen: frozenset[ReaderChoice], take: ReaderChoice) -> set[ReaderChoice]:
-    """The release, detach and stopped points of the hold a take point starts: the same
+    """The release, detach, stopped and cleanup points of the hold a take point starts: the same
     reader's, after the take and before its next take."""
     if take[3] != "take":
         return set()

@@ -63,7 +63,11 @@ Rules (Linux 6.1 and 6.18 unless said):
   loop ends, tcp_cleanup_rbuf runs for what was copied, and release_sock
   processes the segment with sk_backlog.len charged (a "stopped" point,
   `TcpEndpoint.stop_copying`; captured on 6.18 at D = 0, MTU 60000: the
-  client's window update ACK of 30209 offered 96, the FIN after it 105).
+  client's window update ACK of 30209 offered 96, the FIN after it 105). Or
+  the segment came between that look and tcp_cleanup_rbuf (6.1 and 6.18: a
+  few instructions apart): it is charged to sk_backlog.len first, so the
+  read's ACK offers a window less its truesize (a "cleanup" point; captured
+  on 6.1 at D = 0, MTU 602: ACK of 2751 with window 507, not 508).
   A MSG_DONTWAIT reader (the echo server's recv()) stops there always
   (timeo 0: tcp_recv_should_stop), runs tcp_cleanup_rbuf, and release_sock
   processes the backlog after it; the next readiness event reads the rest.

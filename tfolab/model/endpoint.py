@@ -222,26 +222,40 @@ class TcpEndpoint:
         owner = backlog.own(self.sock, blocking=False)
         owner.read_event = self.sock.note(now, text, caused_by, cause)
 
-    def stop_copying(self, now: int) -> None:
+    def stop_copying(self, now: int, *, cleanup_first: bool = True) -> int:
         """A blocking read() that holds the socket ended its copy loop before the segment
-        arriving now (tcp_recvmsg_locked: copied >= target with no sk_backlog.tail), so
-        its tcp_cleanup_rbuf runs for what it copied, and release_sock, not the read,
-        processes what waits in the backlog (backlog.py)."""
+        arriving now (tcp_recvmsg_locked, 6.1 and 6.18: copied >= target with no
+        sk_backlog.tail), so its tcp_cleanup_rbuf runs for what it copied, and
+        release_sock, not the read, processes what waits in the backlog (backlog.py).
+
+        `cleanup_first`: tcp_cleanup_rbuf ran before the segment came (a "stopped"
+        point). Else (a "cleanup" point) the segment joined the backlog between the
+        loop's look and tcp_cleanup_rbuf: the caller runs it after tcp_add_backlog, and
+        its ACK offers a window less the segment's truesize (tcp_space subtracts
+        sk_backlog.len). Returns the note's event, the ACK's cause."""
         sock = self.sock
         owner = sock.owner
         assert owner is not None and owner.blocking
         owner.blocking = False
         sock.pre_read_acked = True
+        then = (
+            "tcp_cleanup_rbuf runs now and what arrives next waits for release_sock (a race: "
+            "the segment came microseconds after that look)"
+            if cleanup_first
+            else "the segment arriving now waits in the backlog, and tcp_cleanup_rbuf, "
+            "running after it came, offers a window less its truesize (tcp_space subtracts "
+            "sk_backlog.len; a race: it came between that look and tcp_cleanup_rbuf)"
+        )
         event = sock.note(
             now,
             f"the {sock.side}'s read() ended its copy loop with {len(sock.pre_read)} B: the "
-            "backlog was still empty when it looked (tcp_recvmsg_locked), so tcp_cleanup_rbuf "
-            "runs now and what arrives next waits for release_sock (a race: the segment came "
-            "microseconds after that look)",
+            f"backlog was still empty when it looked (tcp_recvmsg_locked), so {then}",
             owner.read_event,
             "a reader on the other CPU",
         )
-        self.cleanup_rbuf(now, len(sock.pre_read), event)
+        if cleanup_first:
+            self.cleanup_rbuf(now, len(sock.pre_read), event)
+        return event
 
     def release(self, now: int) -> None:
         """release_sock: the backlog is processed, then tcp_release_cb (backlog.py).

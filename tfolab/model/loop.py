@@ -95,7 +95,16 @@ REPLAY_ORDERS: tuple[ReplayOrder, ...] = ("chain-first", "app-first", "app-holds
 
 
 LockKind = Literal[
-    "take", "release", "detach", "stopped", "split", "returned", "overtaken", "quickack", "ahead"
+    "take",
+    "release",
+    "detach",
+    "stopped",
+    "cleanup",
+    "split",
+    "returned",
+    "overtaken",
+    "quickack",
+    "ahead",
 ]
 
 
@@ -104,7 +113,8 @@ class LockPoint:
     """An instant where a woken reader may take its socket before its peer sends more
     ("take"), or, holding it, let it go before the next segment arrives ("release"), or
     be processing its backlog already when it arrives ("detach"), or, a blocking read(),
-    have ended its copy loop already, its tcp_cleanup_rbuf still to run ("stopped"); or
+    have ended its copy loop already, its tcp_cleanup_rbuf run before the segment came
+    ("stopped") or still to run, with the segment charged to the backlog ("cleanup"); or
     where the segment would join the backlog's last skb, the owner's release had taken
     that list already and is still busy with it ("split", backlog.py); or where a
     connect() or sendto() the SYN-ACK woke had returned, and the client's read() had
@@ -749,7 +759,9 @@ class World:
         and is processed in the same release, right away. Where a blocking read()'s
         "stopped" point is taken, its copy loop had found the queue and the backlog empty
         and ended: its tcp_cleanup_rbuf runs first, for what it copied, and the segment
-        waits for release_sock (as for a MSG_DONTWAIT recv())."""
+        waits for release_sock (as for a MSG_DONTWAIT recv()); at its "cleanup" point the
+        loop had ended the same way, but the segment joins the backlog before
+        tcp_cleanup_rbuf runs, so that ACK's window counts it (sk_backlog.len)."""
         side: Side = "client" if wire.sender == "server" else "server"
         end = wire.seq + len(wire.payload)
         released = LockPoint(conn.number, side, end, "release", wire.event_id)
@@ -760,15 +772,20 @@ class World:
             return True
         receiver = conn.endpoint(side)
         owner = receiver.sock.owner
+        cleanup_after: int | None = None  # the stopped read's note, at a "cleanup" point
         if owner is not None and owner.blocking:
             stopped = LockPoint(conn.number, side, end, "stopped", wire.event_id)
             if self._taken(stopped):
                 receiver.stop_copying(now)
+            elif self._taken(LockPoint(conn.number, side, end, "cleanup", wire.event_id)):
+                cleanup_after = receiver.stop_copying(now, cleanup_first=False)
         detach = detached.key in self.lock_early
         split = False
         if not detach and backlog.mergeable(receiver.sock, wire):
             split = self._taken(LockPoint(conn.number, side, end, "split", wire.event_id))
         backlog.add(receiver.sock, now, wire, merge=not detach, split=split)  # tcp_add_backlog
+        if cleanup_after is not None:
+            receiver.cleanup_rbuf(now, len(receiver.sock.pre_read), cleanup_after)
         if detach:
             self._release(now, conn, side, wire.event_id)
         return False
