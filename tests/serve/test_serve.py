@@ -1,4 +1,5 @@
-"""`tfolab serve` for real: the token, never root on the web side, bad input.
+"""`tfolab serve` for real: the token, never root on the web side, bad input, a stop
+that leaves nothing behind.
 
 Everything here talks to a real server process over 127.0.0.1; the sessions are
 real tfolab UI processes started by textual-serve.
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -134,3 +137,16 @@ def test_serve_is_listed_in_help() -> None:
     )
     assert done.returncode == 0 and "--results" in done.stdout and "--token-file" in done.stdout
     assert "--token " not in done.stdout  # refused, so not offered
+
+
+def test_a_sigterm_the_moment_it_is_ready_removes_the_sessions_folder(serve) -> None:
+    """Stopped as a service manager stops it, right after it printed its URL (before its
+    server handles SIGTERM): it exits 0 and its private folder is gone. Before the fix 7
+    stops in 8 were killed by the signal and left the folder in /tmp."""
+    folders = Path(tempfile.gettempdir())
+    for _ in range(5):
+        before = set(folders.glob("tfolab-serve-*"))
+        served = serve()
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=30) == 0, served.output
+        assert set(folders.glob("tfolab-serve-*")) <= before

@@ -19,9 +19,11 @@ Rules:
 - Started as root, folders come from flags only, never from TFOLAB_*
   variables in serve's environment (cli.root_env, checked by cli.main).
 - Sessions get a private HOME (and XDG folders, TMPDIR, working directory)
-  that is removed when serve stops; with --results DIR they save their runs
-  in DIR (TFOLAB_RESULTS_DIR), and only there; DIR is prepared by
-  tfolab.lab.results_folder (no link followed, the teacher's group reads).
+  that is removed when serve stops, a SIGTERM included from the moment the
+  folder exists (before the server's own handler takes over); with
+  --results DIR they save their runs in DIR (TFOLAB_RESULTS_DIR), and only
+  there; DIR is prepared by tfolab.lab.results_folder (no link followed, the
+  teacher's group reads).
   Nothing else is written.
 """
 
@@ -33,6 +35,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -232,8 +235,12 @@ def handle(args: argparse.Namespace) -> int:
     results = check_results(args.results)
     account = check_user(args.user)
     sock = bind(args.host, args.port)
-    home = private_home(account)
+    # a SIGTERM before ClassroomServer handles it (it may come the moment the URL is
+    # printed) unwinds through `finally`, which removes the sessions' folder
+    signal.signal(signal.SIGTERM, _stop_now)
+    home: Path | None = None
     try:
+        home = private_home(account)
         prepare_results(results, account)
         if args.slots_dir is not None:  # checked below like any slots folder, as root first
             from tfolab.core.slots import DIR_ENV
@@ -273,10 +280,16 @@ def handle(args: argparse.Namespace) -> int:
         command = shlex.join([sys.executable, "-m", "tfolab"])
         ClassroomServer(command, sock, token, "tfolab", hosts, limits).serve()
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stopping already: finish the cleanup
         sock.close()
-        with contextlib.suppress(OSError):
-            shutil.rmtree(home)
+        if home is not None:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(home)
     return 0
+
+
+def _stop_now(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _announce(
