@@ -139,14 +139,20 @@ def test_serve_is_listed_in_help() -> None:
     assert "--token " not in done.stdout  # refused, so not offered
 
 
-def test_a_sigterm_the_moment_it_is_ready_removes_the_sessions_folder(serve) -> None:
-    """Stopped as a service manager stops it, right after it printed its URL (before its
-    server handles SIGTERM): it exits 0 and its private folder is gone. Before the fix 7
-    stops in 8 were killed by the signal and left the folder in /tmp."""
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("when", ["the moment it is ready", "while it serves"])
+def test_a_stop_signal_removes_the_sessions_folder(serve, signum: int, when: str) -> None:
+    """Stopped by a service manager (SIGTERM) or a closed terminal (SIGHUP), right after
+    it printed its URL (before its server handles the signal) or later: it exits 0 and
+    its private folder is gone. Before the fix 7 SIGTERMs in 8 at the first moment killed
+    it and left the folder in /tmp, and so did every SIGHUP."""
     folders = Path(tempfile.gettempdir())
-    for _ in range(5):
+    for _ in range(3):
         before = set(folders.glob("tfolab-serve-*"))
         served = serve()
-        served.process.send_signal(signal.SIGTERM)
+        if when == "while it serves":
+            status, _, _ = asyncio.run(_get(served.local_url(f"?token={served.token}")))
+            assert status == 200
+        served.process.send_signal(signum)
         assert served.process.wait(timeout=30) == 0, served.output
         assert set(folders.glob("tfolab-serve-*")) <= before

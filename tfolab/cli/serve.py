@@ -19,8 +19,8 @@ Rules:
 - Started as root, folders come from flags only, never from TFOLAB_*
   variables in serve's environment (cli.root_env, checked by cli.main).
 - Sessions get a private HOME (and XDG folders, TMPDIR, working directory)
-  that is removed when serve stops, a SIGTERM included from the moment the
-  folder exists (before the server's own handler takes over); with
+  that is removed when serve stops, by SIGTERM or SIGHUP too from the moment
+  the folder exists (before the server's own handler takes over); with
   --results DIR they save their runs in DIR (TFOLAB_RESULTS_DIR), and only
   there; DIR is prepared by tfolab.lab.results_folder (no link followed, the
   teacher's group reads).
@@ -235,9 +235,10 @@ def handle(args: argparse.Namespace) -> int:
     results = check_results(args.results)
     account = check_user(args.user)
     sock = bind(args.host, args.port)
-    # a SIGTERM before ClassroomServer handles it (it may come the moment the URL is
-    # printed) unwinds through `finally`, which removes the sessions' folder
-    signal.signal(signal.SIGTERM, _stop_now)
+    # a SIGTERM or SIGHUP before ClassroomServer handles it (it may come the moment the
+    # URL is printed) unwinds through `finally`, which removes the sessions' folder
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _stop_now)
     home: Path | None = None
     try:
         home = private_home(account)
@@ -280,12 +281,16 @@ def handle(args: argparse.Namespace) -> int:
         command = shlex.join([sys.executable, "-m", "tfolab"])
         ClassroomServer(command, sock, token, "tfolab", hosts, limits).serve()
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stopping already: finish the cleanup
+        for signum in STOP_SIGNALS:  # stopping already: finish the cleanup
+            signal.signal(signum, signal.SIG_IGN)
         sock.close()
         if home is not None:
             with contextlib.suppress(OSError):
                 shutil.rmtree(home)
     return 0
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # SIGINT raises KeyboardInterrupt already
 
 
 def _stop_now(_signum: int, _frame: object) -> None:

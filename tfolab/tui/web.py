@@ -140,12 +140,12 @@ class ClassroomServer(Server):
         return websocket
 
     def serve(self, debug: bool = False) -> None:
-        """Listen on the bound socket until SIGINT or SIGTERM."""
+        """Listen on the bound socket until SIGINT, SIGTERM or SIGHUP (its terminal closed)."""
         self.debug = debug
         quiet_logging()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(signum, self.request_exit)
         web.run_app(
             self._make_app(),
