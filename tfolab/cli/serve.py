@@ -226,7 +226,7 @@ def handle(args: argparse.Namespace) -> int:
     from tfolab.lab.environment import REAL_RUNS_OFF_ENV
     from tfolab.lab.results_folder import check_results, prepare_results
     from tfolab.runner.served_class import SERVED_BY_ENV
-    from tfolab.tui.web import ClassroomServer  # everything the server needs, read while we may
+    from tfolab.tui.web import STOP_SIGNALS, ClassroomServer  # all the server needs, as root
     from tfolab.tui.web_guard import host_names
 
     token = choose_token(args.token, args.token_file)
@@ -235,9 +235,11 @@ def handle(args: argparse.Namespace) -> int:
     results = check_results(args.results)
     account = check_user(args.user)
     sock = bind(args.host, args.port)
-    # a SIGTERM or SIGHUP before ClassroomServer handles it (it may come the moment the
-    # URL is printed) unwinds through `finally`, which removes the sessions' folder
-    for signum in STOP_SIGNALS:
+    # a stop signal before ClassroomServer handles it (it may come the moment the URL is
+    # printed) unwinds through `finally`, which removes the sessions' folder; SIGINT's
+    # KeyboardInterrupt does already
+    early = [signum for signum in STOP_SIGNALS if signum != signal.SIGINT]
+    for signum in early:
         signal.signal(signum, _stop_now)
     home: Path | None = None
     try:
@@ -281,16 +283,13 @@ def handle(args: argparse.Namespace) -> int:
         command = shlex.join([sys.executable, "-m", "tfolab"])
         ClassroomServer(command, sock, token, "tfolab", hosts, limits).serve()
     finally:
-        for signum in STOP_SIGNALS:  # stopping already: finish the cleanup
+        for signum in early:  # stopping already: finish the cleanup
             signal.signal(signum, signal.SIG_IGN)
         sock.close()
         if home is not None:
             with contextlib.suppress(OSError):
                 shutil.rmtree(home)
     return 0
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # SIGINT raises KeyboardInterrupt already
 
 
 def _stop_now(_signum: int, _frame: object) -> None:

@@ -207,8 +207,8 @@ def _reader_races(
     """Where the woken readers took their sockets and let them go
     (model/backlog.py): the lock points the capture shows, found by adding one at a
     time (a take alone, or with one of the release, detach, stopped, cleanup or split
-    points it opens) while that removes disagreements, within LOCK_SEARCH simulations, of which
-    the last FEWEST_RESERVE are kept for _fewest. Of the outcomes that remove the most
+    points it opens) while that removes disagreements, within LOCK_SEARCH simulations,
+    of which the last FEWEST_RESERVE are kept for _fewest. Of the outcomes that remove the most
     at a step, the one that agrees furthest into the capture is followed: two points may
     explain the same segment, and only one of them the segments after it. Each lock
     point is a named race."""
@@ -328,10 +328,10 @@ def _fewest(
     budget: list[int],
 ) -> tuple[Simulation, list[Pair], list[Row]]:
     """Drop each lock point the search took that the capture does not need (a take with
-    the release, detach, stopped or cleanup points of its hold), while the outcome stays as good:
-    the greedy search may take a point that helped only on the way, and every point
-    taken is counted as a race the kernel went the other way in. Within what is left
-    of the search's budget."""
+    the release, detach, stopped or cleanup points of its hold), while the outcome stays
+    as good: the greedy search may take a point that helped only on the way, and every
+    point taken is counted as a race the kernel went the other way in. Within what is
+    left of the search's budget."""
     wrong = _cost(aligned)
     for choice in sorted(sim.lock_early, key=lambda c: (c[0], c[1], c[2], c[3] != "take")):
         if choice not in sim.lock_early:
@@ -348,8 +348,8 @@ def _fewest(
 
 
 def _opened_by(chosen: frozenset[ReaderChoice], take: ReaderChoice) -> set[ReaderChoice]:
-    """The release, detach, stopped and cleanup points of the hold a take point starts: the same
-    reader's, after the take and before its next take."""
+    """The release, detach, stopped and cleanup points of the hold a take point starts:
+    the same reader's, after the take and before its next take."""
     if take[3] != "take":
         return set()
     later_takes = [c[2] for c in chosen if c[:2] == take[:2] and c[3] == "take" and c[2] > take[2]]

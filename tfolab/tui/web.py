@@ -47,6 +47,9 @@ from tfolab.tui.web_sessions import (
 
 log = logging.getLogger("tfolab.serve")
 
+# what stops the classroom server: Ctrl+C, a service manager, its terminal closed
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
 
 class ClassroomServer(Server):
     """textual-serve's Server behind the guard, with bounded sessions and a safe log."""
@@ -145,7 +148,7 @@ class ClassroomServer(Server):
         quiet_logging()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for signum in STOP_SIGNALS:
             loop.add_signal_handler(signum, self.request_exit)
         web.run_app(
             self._make_app(),
