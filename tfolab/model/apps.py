@@ -454,6 +454,12 @@ class ServerScript:
         quickack = self._quickack(now, caused_by)
         self.ep.take(now, blocking=False, caused_by=caused_by if quickack is None else quickack)
 
+    def hold_in_accept(self, now: int, caused_by: int) -> None:
+        """At an "accept" point (loop.py): woken by the handshake's ACK, accept() holds
+        the new socket while the client's segments arrive, with some of them queued
+        already; the epoll loop's recv() reads them all after it."""
+        self.ep.hold_for_accept(now, self._accept(now, caused_by))
+
     def set_quickack_early(self, now: int, caused_by: int) -> None:
         """At a "quickack" point (loop.py): woken by a segment while more of the
         burst arrives, the epoll loop has run its setsockopt(TCP_QUICKACK) already,

@@ -105,6 +105,7 @@ LockKind = Literal[
     "overtaken",
     "quickack",
     "ahead",
+    "accept",
 ]
 
 
@@ -126,7 +127,9 @@ class LockPoint:
     segment came ("quickack": that segment finds no owner, and its ACK counts what
     is still unread); or, without a delay, where a Fast Open child's answer reached
     the client before its SYN-ACK did ("ahead", named by the client's side, the mirror
-    of "overtaken"):
+    of "overtaken"); or where the server, woken to accept() a socket with data queued
+    already, holds it in accept() itself rather than in the recv() after it ("accept":
+    what arrives then is processed with the queued data still unread):
     named by the connection, the reader's side and where that segment ends in its
     stream, so the same point keeps its name whatever other points were taken."""
 
@@ -674,11 +677,31 @@ class World:
                 self._quickacked(now, conn, wire)
             return handshake and side == "client" and self._returned(now, conn, wire)
         # the client's read() blocks; the echo server's recv() is MSG_DONTWAIT
-        script.take(now, wire.event_id)
-        if side == "client":  # a blocking call: the client goes on only once it returns
+        accept_holds = side == "server" and handshake and self._accept_holds(conn, wire)
+        if accept_holds:
+            assert conn.server_script is not None
+            conn.server_script.hold_in_accept(now, wire.event_id)
+        else:
+            script.take(now, wire.event_id)
+        if side == "client" or accept_holds:  # blocking: the application goes on once it returns
             self._reading.add((conn.number, side))
         self._at(now, lambda t: self._release(t, conn, side, wire.event_id), release=True)
         return True
+
+    def _accept_holds(self, conn: Connection, wire: Wire) -> bool:
+        """The server, woken to accept() while the client's segments arrive, takes the new
+        socket with data queued already: is the holder accept() itself (inet_accept:
+        lock_sock, __inet_accept, release_sock), not the recv() after it (an "accept"
+        point)? Then release_sock processes what arrived meanwhile while the queued data
+        is still unread, so tcp_grow_window has that much less room (6.1 and 6.18; seen
+        on 6.18 as ACKs of 2183 and 3858 both at window 69, where the recv() gives 70)."""
+        server = conn.server
+        assert server is not None
+        if not server.sock.rcv_buf:
+            return False  # with nothing queued accept() holds it anyway (ServerScript.take)
+        return self._taken(
+            LockPoint(conn.number, "server", server.sock.rcv_nxt, "accept", wire.event_id)
+        )
 
     def _returned(self, now: int, conn: Connection, wire: Wire) -> bool:
         """The SYN-ACK woke a blocked connect() or sendto() while the server's answer
