@@ -12,13 +12,12 @@ and answers the same questions:
   `InstalledDelay.stop()` removes what needs removing (the rest dies with the
   namespace).
 - `per_packet_error_ms`: how exact it is, for the model's tolerance bands.
-- `autocorking_off`: whether the namespace must turn tcp_autocorking off for
-  the backend to time like netem (docs/TCP-NOTES.md, "Delay emulation").
 - `fix`: what to do where it is missing.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -68,6 +67,7 @@ class InstalledDelay:
     notes: list[str] = field(default_factory=list)
     delayer: subprocess.Popen[str] | None = None
     rule_way: str = ""
+    record_fd: int | None = None  # the memory file the delayer records its packets into
 
     def stop(self) -> str:
         if self.delayer is None:
@@ -79,13 +79,16 @@ class InstalledDelay:
             self.delayer.kill()
             out, _ = self.delayer.communicate()
         self.delayer = None
-        return out.strip().splitlines()[-1] if out.strip() else ""
+        if self.record_fd is not None:
+            os.close(self.record_fd)
+            self.record_fd = None
+        lines = [line for line in out.splitlines() if not line.startswith("FLUSHED ")]
+        return lines[-1].strip() if lines else ""
 
 
 class DelayBackend(Protocol):
     name: Backend
     per_packet_error_ms: float
-    autocorking_off: bool
     fix: str
 
     def unavailable(self, delayer: str | None) -> str | None: ...

@@ -27,7 +27,6 @@ def netem_args(delay_ms: float, *, device: str = "lo") -> list[str]:
 class Netem:
     name: Backend = "netem"
     per_packet_error_ms = 0.3
-    autocorking_off = False
     fix = "load sch_netem (modprobe sch_netem), or use a kernel that has it"
 
     def unavailable(self, delayer: str | None) -> str | None:

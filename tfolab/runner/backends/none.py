@@ -8,7 +8,6 @@ from tfolab.runner.backends.base import Backend, InstalledDelay, Trial
 class NoDelay:
     name: Backend = "none"
     per_packet_error_ms = 0.1  # only the stack's own processing
-    autocorking_off = False
     fix = ""
 
     def unavailable(self, delayer: str | None) -> str | None:
