@@ -99,7 +99,7 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
     if (h->rec->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
         item.packet = malloc(q->cap_len);
         if (item.packet == NULL) {
-            h->rec->failed = true; /* the packet is still delayed; its record is lost */
+            h->rec->lost++; /* the packet is still delayed; its record is lost */
         } else {
             memcpy(item.packet, q->packet, q->cap_len);
             item.cap_len = q->cap_len;
@@ -142,7 +142,8 @@ int release_due(struct handler *h)
     for (uint32_t i = 0; i < n; i++) {
         front = fifo_front(f);
         stats_late(h->st, t - front->due_ns);
-        recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
+        if (err == 0)
+            recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
         fifo_pop(f);
     }
     if (err != 0) {
@@ -152,13 +153,14 @@ int release_due(struct handler *h)
     return 0;
 }
 
-void release_held_at_exit(struct handler *h)
+void release_held_at_exit(struct handler *h, bool released)
 {
     int64_t t = now_ns();
     struct fifo *f = h->fifo;
     while (f->count > 0) {
         const struct held *front = fifo_front(f);
-        recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
+        if (released)
+            recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
         fifo_pop(f);
     }
     f->head = 0;

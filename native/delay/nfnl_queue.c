@@ -175,7 +175,8 @@ int release_all_and_unbind(struct handler *h, union nl_buf *rb)
     msg_attr(buf, sizeof buf, &off, m3, NFQA_CFG_CMD, &c, sizeof c);
 
     h->st->released_at_exit += h->fifo->count;
-    release_held_at_exit(h);
     h->stopping = true; /* anything read from now on is accepted by the batch (hold.c) */
-    return config_and_wait(h, buf, off, seq, rb);
+    int err = config_and_wait(h, buf, off, seq, rb);
+    release_held_at_exit(h, err == 0);
+    return err;
 }

@@ -99,7 +99,7 @@ void recorder_add(struct recorder *r, int64_t t_ns, const unsigned char *packet,
     if (r->fd < 0 || packet == NULL)
         return;
     if (!reserve(r, RECORD_HEADER + cap_len)) {
-        r->failed = true;
+        r->lost++;
         return;
     }
     unsigned char *p = r->buf + r->len;
@@ -118,8 +118,6 @@ int recorder_flush(struct recorder *r)
         return 0;
     int err = write_all(r->fd, r->buf, r->len);
     r->len = 0;
-    if (err == 0 && r->failed)
-        err = ENOMEM;
     return err;
 }
 

@@ -58,8 +58,8 @@ _Noreturn void fail_setup(const char *what, int err, const char *fix)
 }
 
 /* SIGUSR1 with --record-fd: write the records so far, then say so on stdout
- * ("FLUSHED N", N packets recorded since the start).  0, or -1 on a failure
- * (said on stderr). */
+ * ("FLUSHED N L": N packets recorded since the start, L released but not
+ * recorded for want of memory).  0, or -1 on a failure (said on stderr). */
 static int flush_records(struct recorder *rec)
 {
     int err = recorder_flush(rec);
@@ -67,7 +67,8 @@ static int flush_records(struct recorder *rec)
         fprintf(stderr, PROG ": writing to --record-fd: %s\n", strerror(err));
         return -1;
     }
-    if (printf("FLUSHED %" PRIu64 "\n", rec->records) < 0 || fflush(stdout) != 0) {
+    if (printf("FLUSHED %" PRIu64 " %" PRIu64 "\n", rec->records, rec->lost) < 0 ||
+        fflush(stdout) != 0) {
         fprintf(stderr, PROG ": cannot write FLUSHED to stdout: %s\n", strerror(errno));
         return -1;
     }

@@ -95,7 +95,7 @@ struct recorder {
     unsigned char *buf;   /* records not written yet */
     size_t len, cap;
     uint64_t records;     /* packets recorded since the start */
-    bool failed;          /* out of memory once: the file is incomplete from there */
+    uint64_t lost;        /* packets released but not recorded (out of memory) */
 };
 
 /* Record to fd (open for writing, inherited): write the pcap file header; exits
@@ -106,7 +106,7 @@ void recorder_open(struct recorder *r, int fd);
 void recorder_add(struct recorder *r, int64_t t_ns, const unsigned char *packet,
                   uint32_t cap_len, uint32_t wire_len);
 
-/* Write what is buffered.  Returns 0 or an errno (ENOMEM: a record was lost). */
+/* Write what is buffered.  Returns 0 or an errno. */
 int recorder_flush(struct recorder *r);
 
 /* Flush, then close.  Returns 0 or an errno. */
@@ -228,8 +228,9 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp);
 /* Accept every held packet whose due time has come.  0, or -1 with errno set. */
 int release_due(struct handler *h);
 
-/* Record the packets still held as released now, and free their bytes (the stop). */
-void release_held_at_exit(struct handler *h);
+/* Empty the FIFO at the stop, freeing the packets' bytes; `released`: the
+ * shutdown's batch verdict went out, so record them as released now. */
+void release_held_at_exit(struct handler *h, bool released);
 
 /* ------------------------------------------------------------------------ */
 /* tfo_delay.c                                                              */

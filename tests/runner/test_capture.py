@@ -506,7 +506,8 @@ def inside_nfqueue(pcap_path: str) -> dict[str, object]:
 
     _enter_lab()
     try:
-        installed = NFQUEUE.install(DELAY_MS, str(native.executable_path("tfo-delay")))
+        tfo_delay = str(native.executable_path("tfo-delay"))
+        installed = NFQUEUE.install(DELAY_MS, tfo_delay, record=True)
     except UserError as err:
         return {"unavailable": f"no NFQUEUE delay: {err.reason}"}
     assert installed.delayer is not None and installed.delayer.stdout is not None

@@ -48,7 +48,7 @@ def main() -> int:
                 netns.set_loopback(True)
                 heads, heads_note = _measure_skb_heads(job)
                 realtime, scheduling = priority.realtime_permitted()
-                delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
+                delay = install_delay(job.backend, job.delay_ms, delayer, record=True)  # type: ignore[arg-type]
                 turn.dismantle_at_end(delay.stop)
                 network = LabNetwork(delay.backend, delay.delay_ms, server)
                 network.delayer_pid = None if delay.delayer is None else delay.delayer.pid

@@ -7,13 +7,17 @@ reached the receiving TCP: when it gave the verdict. It records every packet it
 releases (`--record-fd`, native/delay/record.c) into an anonymous memory file
 this process created and handed over, as pcap records stamped on
 CLOCK_MONOTONIC (the clock of the native client's timestamps); SIGUSR1 asks it
-to write what it holds, and it answers "FLUSHED N" on stdout.
+to write what it holds, and it answers "FLUSHED N L" on stdout (N recorded
+since it began, L released but not recorded for want of memory).
 
 Rules:
 - Same interface as capture.Capture (open, start, stop -> CaptureResult,
   close), so a scenario does not know which one it has.
-- stop() keeps what the delayer released from start() on, by its stamp;
-  what came before start() is skipped by offset, never read twice.
+- stop() keeps what the delayer released from start() on, by its stamp, and
+  then empties the file back to its header: the delayer writes only when
+  asked, so nothing is written meanwhile, and a run's memory does not grow
+  with its scenarios. A record the delayer could not keep is counted as a
+  drop (CaptureResult.drops), never silently missing.
 - Frames are given an Ethernet header with zero MACs, as lo's frames have,
   so decoding and the pcap a student gets are the same as with netem.
 """
@@ -49,11 +53,10 @@ class DelayerCapture:
         self._pid = delayer_pid
         self._stdout = delayer_stdout  # the delayer's stdout, where it answers FLUSHED
         self._fd = record_fd  # the memory file it records into (ours, shared)
-        self._offset = PCAP_HEADER.size  # bytes of the file already read
         self._start_ns = 0
         self._offset_ns = 0
         self._running = False
-        self._recorded = 0
+        self._lost = 0  # records the delayer could not keep, as of the last stop()
 
     @property
     def running(self) -> bool:
@@ -83,19 +86,21 @@ class DelayerCapture:
         if not self._running:
             raise RuntimeError("this capture is not running")
         self._running = False
-        recorded = self._flush()
+        lost = self._flush()
         step = realtime_offset_ns() - self._offset_ns
         end = os.fstat(self._fd).st_size
-        data = os.pread(self._fd, end - self._offset, self._offset)
+        data = os.pread(self._fd, end - PCAP_HEADER.size, PCAP_HEADER.size)
         segments, skipped, frames, consumed = self._decode(data)
-        self._offset += consumed
-        lost = recorded - self._recorded - frames
-        self._recorded = recorded
+        if consumed != len(data):
+            raise CaptureFailed(f"the delayer's record ends in a cut record ({len(data)} bytes)")
+        os.ftruncate(self._fd, PCAP_HEADER.size)  # the offset is shared with the delayer
+        os.lseek(self._fd, PCAP_HEADER.size, os.SEEK_SET)
+        drops, self._lost = lost - self._lost, lost
         return CaptureResult(
             segments=tuple(segments),
             frames=frames,
-            kernel_packets=frames + max(lost, 0),
-            drops=max(lost, 0),
+            kernel_packets=frames + drops,
+            drops=drops,
             skipped=tuple(skipped),
             clock_offset_ns=self._offset_ns,
             clock_step_ns=step,
@@ -105,7 +110,7 @@ class DelayerCapture:
         self._running = False
 
     def _flush(self) -> int:
-        """SIGUSR1, then wait for "FLUSHED N": N packets recorded since the delayer began."""
+        """SIGUSR1, then wait for "FLUSHED N L"; L, the records lost since the delayer began."""
         try:
             os.kill(self._pid, signal.SIGUSR1)
         except ProcessLookupError:
@@ -121,9 +126,9 @@ class DelayerCapture:
                 raise CaptureFailed("the delayer exited before writing its packets")
             line += chunk
         words = line.split()
-        if len(words) != 2 or words[0] != b"FLUSHED" or not words[1].isdigit():
-            raise CaptureFailed(f"the delayer answered {line!r}, not FLUSHED N")
-        return int(words[1])
+        if len(words) != 3 or words[0] != b"FLUSHED" or not all(w.isdigit() for w in words[1:]):
+            raise CaptureFailed(f"the delayer answered {line!r}, not FLUSHED N L")
+        return int(words[2])
 
     def _decode(self, data: bytes) -> tuple[list[CapturedSegment], list[str], int, int]:
         """Segments released at or after start(), reasons for what was skipped, the

@@ -49,7 +49,9 @@ class Netem:
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
         return Trial("works", "tc qdisc netem works")
 
-    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+    def install(
+        self, delay_ms: float, delayer: str | None, *, record: bool = False
+    ) -> InstalledDelay:
         run_command(netem_args(delay_ms), "netem")
         return InstalledDelay("netem", delay_ms)
 

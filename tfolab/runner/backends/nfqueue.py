@@ -62,37 +62,40 @@ class Nfqueue:
         way = f"rule through {installed.rule_way}, tfo-delay bound to queue {QUEUE_NUMBER}"
         return Trial("works", way)
 
-    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+    def install(
+        self, delay_ms: float, delayer: str | None, *, record: bool = False
+    ) -> InstalledDelay:
+        """The delayer, then the rule; `record`: it records what it releases into a
+        memory file made here (the run's capture). A failure leaves nothing running."""
         if delayer is None:
             raise UserError("the bundled NFQUEUE delayer tfo-delay is not built", REINSTALL_FIX)
-        record = os.memfd_create("tfolab-delayed-packets", os.MFD_CLOEXEC)
+        record_fd = os.memfd_create("tfolab-delayed-packets", os.MFD_CLOEXEC) if record else None
+        installed = InstalledDelay("nfqueue", delay_ms, record_fd=record_fd)
         try:
-            process = subprocess.Popen(
-                delayer_args(delayer, delay_ms, record_fd=record),
+            installed.delayer = subprocess.Popen(
+                delayer_args(delayer, delay_ms, record_fd=record_fd),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                pass_fds=(record,),
+                pass_fds=() if record_fd is None else (record_fd,),
                 start_new_session=True,  # an autogroup at nice 0, not a waiting UI's
             )
-        except BaseException:
-            os.close(record)
-            raise
-        assert process.stdout is not None
-        if process.stdout.readline().strip() != "READY":
-            process.kill()
-            _, err = process.communicate(timeout=5)
-            os.close(record)
-            raise UserError(
-                f"the NFQUEUE delayer did not start: {err.strip() or 'no output'}",
-                "run `tfolab doctor` to see what this machine supports",
-            )
-        installed = InstalledDelay("nfqueue", delay_ms, delayer=process, record_fd=record)
-        try:
+            assert installed.delayer.stdout is not None
+            if installed.delayer.stdout.readline().strip() != "READY":
+                installed.delayer.kill()
+                _, err = installed.delayer.communicate(timeout=5)
+                installed.delayer = None  # waited for: nothing left for stop()
+                raise UserError(
+                    f"the NFQUEUE delayer did not start: {err.strip() or 'no output'}",
+                    "run `tfolab doctor` to see what this machine supports",
+                )
             rule = install_rule(QUEUE_NUMBER)
         except RuleRefused as refused:
             installed.stop()
             raise UserError(f"the NFQUEUE rule was refused ({refused})", NO_BACKEND_FIX) from None
+        except BaseException:
+            installed.stop()
+            raise
         installed.rule_way = rule.way
         installed.notes.append(f"NFQUEUE rule installed through {rule.way}")
         return installed

@@ -16,7 +16,9 @@ class NoDelay:
     def probe(self, delayer: str | None) -> Trial:
         return Trial("works", "plain loopback")
 
-    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+    def install(
+        self, delay_ms: float, delayer: str | None, *, record: bool = False
+    ) -> InstalledDelay:
         return InstalledDelay("none", 0.0, ["NO DELAY EMULATION: plain loopback"])
 
 
