@@ -59,7 +59,10 @@ class Nfqueue:
         except UserError as err:
             return Trial("unsupported", err.reason)
         installed.stop()
-        way = f"rule through {installed.rule_way}, tfo-delay bound to queue {QUEUE_NUMBER}"
+        way = (
+            f"rule through {installed.rule_way} at the receiving end (INPUT), "
+            f"tfo-delay bound to queue {QUEUE_NUMBER}"
+        )
         return Trial("works", way)
 
     def install(
@@ -97,7 +100,14 @@ class Nfqueue:
             installed.stop()
             raise
         installed.rule_way = rule.way
-        installed.notes.append(f"NFQUEUE rule installed through {rule.way}")
+        installed.notes.append(
+            f"NFQUEUE rule installed through {rule.way}, at the receiving end (INPUT)"
+        )
+        if record:
+            installed.notes.append(
+                "packets captured by the delayer as it releases them (tcpdump on lo "
+                "would show them before their delay)"
+            )
         return installed
 
 
