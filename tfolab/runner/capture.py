@@ -69,6 +69,7 @@ from tfolab.runner.capture_decode import (
     NumberedSegment,
     TcpOptions,
     decode_frame,
+    decoded_or_why,
     number_connections,
     pcap_frames,
     write_pcap,
@@ -257,13 +258,9 @@ class Capture:
                 skipped.append(f"packet type {frame.pkttype}")
                 continue
             t_ns = frame.t_realtime_ns - self._offset_ns
-            try:
-                seg = decode_frame(frame.data, t_ns, frame.t_realtime_ns, frame.wire_len)
-            except ValueError as err:
-                skipped.append(str(err))
-                continue
-            if seg is None:
-                skipped.append("not TCP")
+            seg = decoded_or_why(frame.data, t_ns, frame.t_realtime_ns, frame.wire_len)
+            if isinstance(seg, str):
+                skipped.append(seg)
             else:
                 segments.append(seg)
         return segments, skipped

@@ -32,10 +32,11 @@ import time
 
 from tfolab.runner.capture import CaptureResult, realtime_offset_ns
 from tfolab.runner.capture_decode import (
+    ETH_HEADER,
     ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
     CapturedSegment,
-    decode_frame,
+    decoded_or_why,
 )
 from tfolab.runner.capture_ring import CaptureFailed
 
@@ -147,14 +148,10 @@ class DelayerCapture:
             if t_ns < self._start_ns:
                 continue
             ethertype = ETHERTYPE_IPV6 if packet[:1] and packet[0] >> 4 == 6 else ETHERTYPE_IPV4
-            frame = bytes(12) + struct.pack("!H", ethertype) + packet
-            try:
-                seg = decode_frame(frame, t_ns, t_ns + self._offset_ns, wire_len + 14)
-            except ValueError as err:
-                skipped.append(str(err))
-                continue
-            if seg is None:
-                skipped.append("not TCP")
+            frame = bytes(12) + struct.pack("!H", ethertype) + packet  # lo's zero MACs
+            seg = decoded_or_why(frame, t_ns, t_ns + self._offset_ns, ETH_HEADER + wire_len)
+            if isinstance(seg, str):
+                skipped.append(seg)
             else:
                 segments.append(seg)
         return segments, skipped, frames, at
