@@ -42,7 +42,6 @@ from tfolab.runner.capture import (
     realtime_offset_ns,
     write_pcap,
 )
-from tfolab.runner.capture_delayer import DelayerCapture
 from tfolab.runner.capture_ring import (
     BLOCK_DESC,
     SLL,
@@ -424,6 +423,7 @@ def _enter_lab() -> None:
     lifetime.die_with_parent()
     netns.enter_new_netns()
     netns.set_loopback(True)
+    Path("/proc/sys/net/ipv4/tcp_autocorking").write_text("0")
 
 
 def _out_segs() -> int:
@@ -434,9 +434,7 @@ def _out_segs() -> int:
     raise RuntimeError("no Tcp line in /proc/net/snmp")
 
 
-def _captured(
-    capture: Capture | DelayerCapture, body: Callable[[], dict[str, object]]
-) -> dict[str, object]:
+def _captured(capture: Capture, body: Callable[[], dict[str, object]]) -> dict[str, object]:
     before = _out_segs()
     try:
         capture.start()
@@ -497,21 +495,18 @@ def _fastopen(port_holder: list[int]) -> None:
 
 
 def inside_nfqueue(pcap_path: str) -> dict[str, object]:
-    """The NFQUEUE backend as a run installs it: the rule at INPUT, tfo-delay recording
-    what it releases, and its record as the capture (capture_delayer.py)."""
     from tfolab.core import native
-    from tfolab.core.errors import UserError
-    from tfolab.runner.backends.nfqueue import NFQUEUE
-    from tfolab.runner.capture_delayer import DelayerCapture
+    from tfolab.runner.backends import nfrule
+    from tfolab.runner.backends.nfqueue import delayer_args
 
     _enter_lab()
     try:
-        tfo_delay = str(native.executable_path("tfo-delay"))
-        installed = NFQUEUE.install(DELAY_MS, tfo_delay, record=True)
-    except UserError as err:
-        return {"unavailable": f"no NFQUEUE delay: {err.reason}"}
-    assert installed.delayer is not None and installed.delayer.stdout is not None
-    assert installed.record_fd is not None
+        nfrule.install_rule()
+    except nfrule.RuleRefused as err:
+        return {"unavailable": f"no NFQUEUE rule: {err}"}
+    args = delayer_args(str(native.executable_path("tfo-delay")), DELAY_MS)
+    delayer = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert delayer.stdout is not None and delayer.stdout.readline().strip() == "READY"
     request, response = b"ping request\n", b"pong response, longer\n"
     times: dict[str, int] = {}
     ports: list[int] = []
@@ -522,14 +517,13 @@ def inside_nfqueue(pcap_path: str) -> dict[str, object]:
         _fastopen(ports)
         return {"request_bytes": len(request), "response_bytes": len(response)}
 
-    capture = DelayerCapture(
-        installed.delayer.pid, installed.delayer.stdout.fileno(), installed.record_fd
-    )
+    capture = Capture()
     try:
         result = _captured(capture, body)
     finally:
         capture.close()
-        installed.stop()
+        delayer.terminate()
+        delayer.communicate(timeout=5)
     if "unavailable" in result:
         return result
     segments: tuple[CapturedSegment, ...] = result.pop("_segments")  # type: ignore[assignment]

@@ -74,15 +74,12 @@ def likely_backend(choice: BackendChoice, delay_ms: float, delayer: str | None) 
     raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
 
 
-def install_delay(
-    choice: BackendChoice, delay_ms: float, delayer: str | None, *, record: bool = False
-) -> InstalledDelay:
-    """Install the chosen backend on this namespace's lo (the caller is in the lab namespace);
-    `record`: the NFQUEUE delayer records what it releases (a run's capture)."""
+def install_delay(choice: BackendChoice, delay_ms: float, delayer: str | None) -> InstalledDelay:
+    """Install the chosen backend on this namespace's lo (the caller is in the lab namespace)."""
     if choice == "none" or (choice == "auto" and delay_ms == 0):
         return NONE.install(0.0, delayer)
     if choice != "auto":
-        return _install_or_explain(BACKENDS[choice], delay_ms, delayer, record)
+        return _install_or_explain(BACKENDS[choice], delay_ms, delayer)
     reasons = []
     for backend in AUTO_ORDER:
         trial = backend.probe(delayer) if backend is NETEM else Trial("works", "")
@@ -90,20 +87,20 @@ def install_delay(
             reasons.append(trial.detail)
             continue
         try:
-            return backend.install(delay_ms, delayer, record=record)
+            return backend.install(delay_ms, delayer)
         except UserError as err:
             reasons.append(err.reason)
     raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
 
 
 def _install_or_explain(
-    backend: DelayBackend, delay_ms: float, delayer: str | None, record: bool
+    backend: DelayBackend, delay_ms: float, delayer: str | None
 ) -> InstalledDelay:
     if backend is NETEM:
         trial = NETEM.probe(delayer)
         if not trial.works:
             raise UserError(f"--backend netem: {trial.detail}", _fix_for("netem", delayer))
-    return backend.install(delay_ms, delayer, record=record)
+    return backend.install(delay_ms, delayer)
 
 
 def _fix_for(choice: str, delayer: str | None) -> str:

@@ -27,6 +27,7 @@ def netem_args(delay_ms: float, *, device: str = "lo") -> list[str]:
 class Netem:
     name: Backend = "netem"
     per_packet_error_ms = 0.3
+    autocorking_off = False
     fix = "load sch_netem (modprobe sch_netem), or use a kernel that has it"
 
     def unavailable(self, delayer: str | None) -> str | None:
@@ -49,9 +50,7 @@ class Netem:
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
         return Trial("works", "tc qdisc netem works")
 
-    def install(
-        self, delay_ms: float, delayer: str | None, *, record: bool = False
-    ) -> InstalledDelay:
+    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
         run_command(netem_args(delay_ms), "netem")
         return InstalledDelay("netem", delay_ms)
 
