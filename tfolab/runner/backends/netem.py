@@ -3,7 +3,10 @@
 The reference backend where the kernel has sch_netem. netem orphans each queued
 skb, so autocorking behaves as without a delay. Its hrtimer is a little tighter
 than the NFQUEUE delayer (docs/TCP-NOTES.md: 41.6 ms for the 4 packets of a
-request at D = 10).
+request at D = 10). Whichever CPU runs the qdisc when a packet is due hands it
+to lo's receive path on that CPU, so the install also steers lo's receiving to
+one CPU (receive_order.py): without it two packets of one socket may be received
+in the other order. Only root can steer; in a user namespace netem is refused.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import shutil
 import subprocess
 
 from tfolab.core import kernel
+from tfolab.core.errors import UserError
+from tfolab.runner import receive_order
 from tfolab.runner.backends.base import Backend, InstalledDelay, Trial, run_command
 
 
@@ -48,11 +53,29 @@ class Netem:
                 "unsupported", f"this kernel has no netem qdisc; tc says: {said.rstrip('.')}"
             )
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
-        return Trial("works", "tc qdisc netem works")
+        try:
+            receive_order.steer_lo_to_one_cpu(receive_order.receiving_cpu())
+        except OSError as refused:
+            return Trial(
+                "unsupported",
+                f"netem works, but lo cannot be steered to one CPU here ({refused.strerror}), "
+                "which keeps a socket's packets in order behind netem",
+            )
+        return Trial("works", "tc qdisc netem works, and lo can be steered to one CPU")
 
     def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+        cpu = receive_order.receiving_cpu()
+        try:
+            receive_order.steer_lo_to_one_cpu(cpu)
+        except OSError as refused:
+            raise UserError(
+                f"netem cannot keep lo's receive order here (steering lo to one CPU: "
+                f"{refused.strerror}): two packets of one socket could arrive swapped",
+                "run tfolab as root for netem, or use --backend nfqueue",
+            ) from None
         run_command(netem_args(delay_ms), "netem")
-        return InstalledDelay("netem", delay_ms)
+        note = f"netem: lo receives every packet on CPU {cpu}, in the order netem releases them"
+        return InstalledDelay("netem", delay_ms, notes=[note])
 
 
 NETEM = Netem()
