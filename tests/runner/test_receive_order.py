@@ -80,3 +80,20 @@ def test_a_user_namespace_cannot_steer(two_cpus_as_root: None) -> None:
     )  # fmt: skip
     assert done.returncode != 0
     assert "PermissionError" in done.stderr and "Operation not permitted" in done.stderr
+
+
+def test_only_the_machines_root_may_steer(two_cpus_as_root: None) -> None:
+    """The cheap look the parent takes before a run: false for uid 0 of a user namespace."""
+    if shutil.which("unshare") is None:
+        require_or_skip("unshare", "util-linux unshare is not installed")
+    ask = [
+        sys.executable,
+        "-c",
+        "from tfolab.runner import receive_order as r; print(r.may_steer())",
+    ]
+    here = subprocess.run(ask, capture_output=True, text=True, timeout=60, check=True)
+    inside = subprocess.run(
+        ["unshare", "--user", "--map-root-user", *ask],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert (here.stdout.strip(), inside.stdout.strip()) == ("True", "False")

@@ -41,6 +41,11 @@ class Netem:
         found = kernel.kernel_config()
         if found is not None and not kernel.config_has(found[0], "NET_SCH_NETEM"):
             return "this kernel has no netem (it is built without sch_netem)"
+        if not receive_order.may_steer():
+            return (
+                "netem needs root here: it steers the lab's lo to receive on one CPU "
+                "(keeping a socket's packets in order), which a user namespace may not"
+            )
         return None
 
     def probe(self, delayer: str | None) -> Trial:
