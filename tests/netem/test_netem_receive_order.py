@@ -10,14 +10,14 @@ whichever CPU sent it. This kernel has no netem: CI's VM runs this (`-m netem`).
 from __future__ import annotations
 
 import os
-import shutil
+import subprocess
+import sys
 
 import pytest
 
 from tests.conftest import LabMachine
 from tests.environment import require_or_skip
 from tests.runner.test_receive_order import probe
-from tests.runner.test_user_namespace import in_user_namespace
 
 pytestmark = pytest.mark.netem
 
@@ -36,12 +36,29 @@ def test_netem_receives_every_packet_on_one_cpu(lab_machine: LabMachine) -> None
     assert set(receiving.values()) == {lowest}, receiving
 
 
-def test_netem_is_refused_up_front_in_a_user_namespace(lab_machine: LabMachine) -> None:
+CHOOSE_AS_NOBODY = """
+from tfolab.core.errors import UserError
+from tfolab.core.privileges import drop_to, find_account
+from tfolab.runner.backends import likely_backend
+drop_to(find_account("nobody"))
+try:
+    likely_backend("netem", 1.0, None)
+except UserError as refused:
+    print("refused:", refused.reason, "| fix:", refused.fix)
+print("auto:", likely_backend("auto", 1.0, "tfo-delay"))
+"""
+
+
+def test_netem_is_refused_up_front_where_tfolab_is_not_root(lab_machine: LabMachine) -> None:
+    """The parent's cheap look, as an ordinary user: netem refused before anything
+    starts, with its fix; auto picks NFQUEUE instead."""
     if not lab_machine.netem:
         require_or_skip("netem", f"this kernel has none usable ({lab_machine.why_no_delay})")
-    if shutil.which("unshare") is None:
-        require_or_skip("unshare", "util-linux unshare is not installed")
-    done = in_user_namespace("run", "handshake", "--backend", "netem", "--delay", "1")
-    assert done.returncode == 2, done.stderr
-    (line,) = done.stderr.strip().splitlines()
-    assert "netem needs root here" in line and "--backend nfqueue" in line, line
+    done = subprocess.run(
+        [sys.executable, "-c", CHOOSE_AS_NOBODY], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    refused, auto = done.stdout.strip().splitlines()
+    assert refused.startswith("refused: --backend netem: netem needs root here"), refused
+    assert "--backend nfqueue" in refused, refused
+    assert auto == "auto: nfqueue"
