@@ -82,10 +82,6 @@ def install_delay(choice: BackendChoice, delay_ms: float, delayer: str | None) -
         return _install_or_explain(BACKENDS[choice], delay_ms, delayer)
     reasons = []
     for backend in AUTO_ORDER:
-        trial = backend.probe(delayer) if backend is NETEM else Trial("works", "")
-        if not trial.works:
-            reasons.append(trial.detail)
-            continue
         try:
             return backend.install(delay_ms, delayer)
         except UserError as err:
@@ -97,9 +93,12 @@ def _install_or_explain(
     backend: DelayBackend, delay_ms: float, delayer: str | None
 ) -> InstalledDelay:
     if backend is NETEM:
-        trial = NETEM.probe(delayer)
-        if not trial.works:
-            raise UserError(f"--backend netem: {trial.detail}", _fix_for("netem", delayer))
+        try:
+            return NETEM.install(delay_ms, delayer)
+        except UserError as refused:
+            raise UserError(
+                f"--backend netem: {refused.reason}", _fix_for("netem", delayer)
+            ) from None
     return backend.install(delay_ms, delayer)
 
 

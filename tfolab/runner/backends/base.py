@@ -25,8 +25,6 @@ from typing import Literal, Protocol
 
 import msgspec
 
-from tfolab.core.errors import UserError
-
 Backend = Literal["netem", "nfqueue", "none"]
 BackendChoice = Literal["auto", "netem", "nfqueue", "none"]
 
@@ -93,13 +91,3 @@ class DelayBackend(Protocol):
     def probe(self, delayer: str | None) -> Trial: ...
 
     def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay: ...
-
-
-def run_command(args: list[str], what: str) -> None:
-    """Run one command of a backend (an argument list, never a shell string)."""
-    result = subprocess.run(args, capture_output=True, text=True, timeout=10)
-    if result.returncode != 0:
-        raise UserError(
-            f"{what} failed: {result.stderr.strip() or result.returncode}",
-            "run `tfolab doctor` to see what this machine supports",
-        )

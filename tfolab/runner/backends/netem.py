@@ -17,7 +17,7 @@ import subprocess
 from tfolab.core import kernel
 from tfolab.core.errors import UserError
 from tfolab.runner import receive_order
-from tfolab.runner.backends.base import Backend, InstalledDelay, Trial, run_command
+from tfolab.runner.backends.base import Backend, InstalledDelay, Trial
 
 
 def format_ms(delay_ms: float) -> str:
@@ -49,38 +49,40 @@ class Netem:
         return None
 
     def probe(self, delayer: str | None) -> Trial:
-        if shutil.which("tc") is None:
-            return Trial("unsupported", "tc (iproute2) is not installed")
-        tried = subprocess.run(netem_args(1.0), capture_output=True, text=True, timeout=10)
-        if tried.returncode != 0:
-            said = (tried.stderr.strip().splitlines() or ["tc failed"])[-1].removeprefix("Error: ")
-            return Trial(
-                "unsupported", f"this kernel has no netem qdisc; tc says: {said.rstrip('.')}"
-            )
-        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
         try:
-            receive_order.steer_lo_to_one_cpu(receive_order.receiving_cpu())
-        except OSError as refused:
-            return Trial(
-                "unsupported",
-                f"netem works, but lo cannot be steered to one CPU here ({refused.strerror}), "
-                "which keeps a socket's packets in order behind netem",
-            )
+            self.install(1.0, delayer)
+        except UserError as refused:
+            return Trial("unsupported", refused.reason)
+        _remove_qdisc()
         return Trial("works", "tc qdisc netem works, and lo can be steered to one CPU")
 
     def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+        """The qdisc, then lo steered to one CPU; a refusal (UserError, its reason in the
+        words a probe reports) leaves neither."""
+        if shutil.which("tc") is None:
+            raise UserError("tc (iproute2) is not installed", self.fix)
+        tried = subprocess.run(netem_args(delay_ms), capture_output=True, text=True, timeout=10)
+        if tried.returncode != 0:
+            said = (tried.stderr.strip().splitlines() or ["tc failed"])[-1].removeprefix("Error: ")
+            raise UserError(
+                f"this kernel has no netem qdisc; tc says: {said.rstrip('.')}", self.fix
+            )
         cpu = receive_order.receiving_cpu()
         try:
             receive_order.steer_lo_to_one_cpu(cpu)
         except OSError as refused:
+            _remove_qdisc()
             raise UserError(
-                f"netem cannot keep lo's receive order here (steering lo to one CPU: "
-                f"{refused.strerror}): two packets of one socket could arrive swapped",
+                f"netem works, but lo cannot be steered to one CPU here ({refused.strerror}), "
+                "which keeps a socket's packets in order behind netem",
                 "run tfolab as root for netem, or use --backend nfqueue",
             ) from None
-        run_command(netem_args(delay_ms), "netem")
         note = f"netem: lo receives every packet on CPU {cpu}, in the order netem releases them"
         return InstalledDelay("netem", delay_ms, notes=[note])
+
+
+def _remove_qdisc() -> None:
+    subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
 
 
 NETEM = Netem()
