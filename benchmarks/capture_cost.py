@@ -4,18 +4,31 @@ Usage:
     sudo python benchmarks/capture_cost.py [--samples 200] [--delays 0,10] [--json]
 
 In a network namespace of its own (this process enters it: the host's network
-is never touched) it sets lo up and tcp_autocorking off, as the runner does for
-the NFQUEUE backend, installs the NFQUEUE rule and tfo-delay at each one-way
-delay D, and starts the native echo server. The headline is the handshake
-lab's: the native client's connect() to the first response byte, one new
-connection per sample, in three arms taken in rotating order, SAMPLES each,
-every sample after the same short pause:
+is never touched) it sets lo up, installs the NFQUEUE rule (at INPUT, as a
+run does) and tfo-delay at each one-way delay D, and starts the native echo
+server. The headline is the handshake lab's: the native client's connect() to
+the first response byte, one new connection per sample, in arms taken in
+rotating order, SAMPLES each, every sample after the same short pause.
+
+Each D is measured twice. First the packet ring (capture.Capture, the capture
+of the netem and none backends), with a delayer that records nothing:
 
     off    the lab's Capture is open (as the runner keeps it: bound, with a
            filter that keeps nothing) but not running
     on     that Capture started before the client's call and stopped after it
     fresh  a Capture opened just before (a kernel RCU grace period), started,
            stopped and closed: what happens when open() is not done early
+
+Then the NFQUEUE backend's own capture (capture_delayer.DelayerCapture): the
+delayer copies and records every packet it releases (--record-fd), as in a
+run, in two arms:
+
+    off    recording, no capture running
+    on     a DelayerCapture started before the call and stopped after it
+           (SIGUSR1, the records read)
+
+The record row's "off" against the ring row's "off" is what copying and
+recording every packet costs the headline.
 
 It prints, per D, each arm's median and p99 and their differences from "off"
 in microseconds, and the segments captured per sample.
@@ -32,19 +45,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tfolab.core import native
 from tfolab.model.scenario import ScenarioConfig
-from tfolab.runner import netns, netstack, priority
+from tfolab.runner import netns, priority
 from tfolab.runner.backends.nfqueue import delayer_args
 from tfolab.runner.backends.nfrule import install_rule
 from tfolab.runner.capture import Capture, CaptureUnavailable
+from tfolab.runner.capture_delayer import DelayerCapture
 from tfolab.runner.server import start_server
 
 BURST_CONNECTIONS, BURST_WRITES_EACH = 100, 10
@@ -64,21 +80,29 @@ def one_headline(port: int) -> native.Sample:
     return sample
 
 
-ARMS = ("off", "on", "fresh")
+RING_ARMS = ("off", "on", "fresh")
+RECORD_ARMS = ("off", "on")
 
 
-def measure(delay_ms: float, samples: int) -> dict[str, float]:
+def measure(delay_ms: float, samples: int, record: bool) -> dict[str, Any]:
+    memfd = os.memfd_create("capture-cost") if record else None
     delayer = subprocess.Popen(
-        delayer_args(str(native.executable_path("tfo-delay")), delay_ms),
+        delayer_args(str(native.executable_path("tfo-delay")), delay_ms, record_fd=memfd),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        pass_fds=() if memfd is None else (memfd,),
     )
     assert delayer.stdout is not None and delayer.stdout.readline().strip() == "READY"
     server = start_server(str(native.executable_path("tfo-echo-server")), ScenarioConfig())
-    lab_capture = Capture()
+    lab_capture: Capture | DelayerCapture
+    if memfd is None:
+        lab_capture = Capture()
+    else:
+        lab_capture = DelayerCapture(delayer.pid, delayer.stdout.fileno(), memfd)
     lab_capture.open()  # as the runner should: once, at setup
-    times: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    arms = RECORD_ARMS if record else RING_ARMS
+    times: dict[str, list[float]] = {arm: [] for arm in arms}
     captured: list[int] = []
     after_ms = 2 * delay_ms + 2  # most of the close (a last ACK may come at 3D: not counted)
 
@@ -87,7 +111,7 @@ def measure(delay_ms: float, samples: int) -> dict[str, float]:
         if fresh is not None:
             fresh.open()
         time.sleep(SETTLE_S)  # the same pause before every sample, whatever the arm
-        running = fresh or (lab_capture if arm == "on" else None)
+        running: Capture | DelayerCapture | None = fresh or (lab_capture if arm == "on" else None)
         if running is not None:
             running.start()
         headline = one_headline(server.port).first_byte_ms
@@ -102,18 +126,26 @@ def measure(delay_ms: float, samples: int) -> dict[str, float]:
         for _ in range(3):  # warm-up: first calls page things in
             sample("off")
         for i in range(samples):
-            for arm in ARMS[i % 3 :] + ARMS[: i % 3]:  # the order rotates
+            turn = i % len(arms)
+            for arm in arms[turn:] + arms[:turn]:  # the order rotates
                 times[arm].append(sample(arm))
     finally:
         lab_capture.close()
         server.stop()
         delayer.terminate()
         delayer.communicate(timeout=5)
-    row: dict[str, float] = {"delay_ms": delay_ms, "samples_each": samples}
-    for arm in ARMS:
+        if memfd is not None:
+            os.close(memfd)
+    row: dict[str, Any] = {
+        "delay_ms": delay_ms,
+        "samples_each": samples,
+        "capture": "record" if record else "ring",
+        "arms": list(arms),
+    }
+    for arm in arms:
         row[f"median_{arm}_ms"] = statistics.median(times[arm])
         row[f"p99_{arm}_ms"] = percentile(times[arm], 0.99)
-    for arm in ("on", "fresh"):
+    for arm in arms[1:]:
         row[f"median_{arm}_diff_us"] = (row[f"median_{arm}_ms"] - row["median_off_ms"]) * 1000
         row[f"p99_{arm}_diff_us"] = (row[f"p99_{arm}_ms"] - row["p99_off_ms"]) * 1000
     row["segments_per_captured_sample"] = statistics.mean(captured)
@@ -181,25 +213,28 @@ def main() -> None:
     realtime, scheduling = priority.realtime_permitted()
     if realtime:
         priority.prefer_realtime()
-    netstack.write_sysctl("net.ipv4.tcp_autocorking", 0)
     install_rule()
     try:
         with Capture():
             pass
     except CaptureUnavailable as err:
         sys.exit(f"capture_cost: {err.reason}")
-    rows = [measure(float(d), args.samples) for d in args.delays.split(",")]
+    rows = [
+        measure(float(d), args.samples, record)
+        for d in args.delays.split(",")
+        for record in (False, True)
+    ]
     burst_row = burst()
     if args.json:
         print(json.dumps({"scheduling": scheduling, "headline": rows, "burst": burst_row}))
         return
     print(f"capture cost on connect -> first response byte, through NFQUEUE ({scheduling})")
     print(
-        f"{'D ms':>5} {'N':>4} {'arm':>5} {'median ms':>10} {'diff us':>8}"
+        f"{'D ms':>5} {'N':>4} {'capture':>8} {'arm':>5} {'median ms':>10} {'diff us':>8}"
         f" {'p99 ms':>8} {'diff us':>8}"
     )
     for r in rows:
-        for arm in ARMS:
+        for arm in r["arms"]:
             diffs = (
                 f"{r[f'median_{arm}_diff_us']:8.1f} {r[f'p99_{arm}_ms']:8.3f}"
                 f" {r[f'p99_{arm}_diff_us']:8.1f}"
@@ -207,7 +242,7 @@ def main() -> None:
                 else f"{'':8} {r['p99_off_ms']:8.3f} {'':8}"
             )
             print(
-                f"{r['delay_ms']:5.0f} {r['samples_each']:4.0f} {arm:>5}"
+                f"{r['delay_ms']:5.0f} {r['samples_each']:4.0f} {r['capture']:>8} {arm:>5}"
                 f" {r[f'median_{arm}_ms']:10.3f} {diffs}"
             )
         print(f"      segments captured per sample: {r['segments_per_captured_sample']:.1f}")

@@ -6,23 +6,24 @@ Usage:
 
 In a network namespace of its own (``unshare --net``; the host's iptables, lo,
 qdiscs and sysctls are never touched) it brings lo up, sends UDP to the delayer
-with the rule ``-o lo -p udp -j NFQUEUE --queue-num 0 --queue-bypass``
-(installed by tfolab.runner.backends.nfrule),
+with the rule ``-i lo -p udp -j NFQUEUE --queue-num 0 --queue-bypass`` in INPUT
+(installed by tfolab.runner.backends.nfrule, as a run's),
 starts tfo-delay with the given one-way delay D, and sends PACKETS datagrams to
 a receiver on 127.0.0.1: PACKETS - BURST of them paced every INTERVAL ms, then
 one back-to-back burst of BURST.  Each payload carries its sequence number and
-the sender's CLOCK_MONOTONIC and CLOCK_REALTIME send times.  The sender's send
-buffer is 8 MiB: a queued skb stays charged to its socket until accepted, and
-the default buffer holds only about 256 small datagrams.
+the sender's CLOCK_MONOTONIC and CLOCK_REALTIME send times.
 
 The receiver (a separate process, so the GIL plays no part, running SCHED_FIFO
 at priority 5, below the delayer's default 10, so that it measures the delayer
 and not its own wait for a CPU) records for every datagram its CLOCK_MONOTONIC
-read time and the kernel's receive stamp (SO_TIMESTAMPNS, CLOCK_REALTIME).
-The added delay's error is
+read time; the delayer records when it released each one (`--record-fd`, the
+verdict's CLOCK_MONOTONIC stamp: the moment the packet went on to the
+receiving socket, what a run's capture reports on this backend). The kernel's
+own receive stamp (SO_TIMESTAMPNS) cannot time it: it is taken on lo's receive
+path, before the INPUT hook holds the packet. The added delay's error is
 
     receiver clock:     (monotonic read time - monotonic send time) - D
-    kernel rx stamp:    (kernel receive stamp - realtime send time) - D
+    verdict stamp:      (recorded verdict time - monotonic send time) - D
 
 the first includes the receiver's own wake-up, the second does not.  It prints
 median, p99, max and min of the error in ms for the paced packets, the burst
@@ -62,9 +63,7 @@ REPO = Path(__file__).resolve().parent.parent
 QUEUE = 0
 RECEIVER_RT_PRIORITY = 5
 PAYLOAD = struct.Struct("!Iqq")  # seq, send CLOCK_MONOTONIC ns, send CLOCK_REALTIME ns
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
-SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 
 
 # --------------------------------------------------------------------------- binary
@@ -92,12 +91,15 @@ def add_queue_rule(protocol: str, queue: int) -> None:
         raise SystemExit(f"delay_accuracy: cannot install the NFQUEUE rule: {err}") from None
 
 
-def start_delayer(binary: str, delay_ms: float, queue: int) -> subprocess.Popen[str]:
+def start_delayer(
+    binary: str, delay_ms: float, queue: int, record_fd: int
+) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        delayer_args(binary, delay_ms, queue),
+        delayer_args(binary, delay_ms, queue, record_fd=record_fd),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        pass_fds=(record_fd,),
     )
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 5.0)
@@ -121,25 +123,35 @@ def stop_delayer(proc: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
 
 
 def receive(sock: socket.socket, expected: int, idle_s: float, first_s: float) -> list[list[int]]:
-    """Child process: [seq, tx_mono, tx_rt, rx_mono, rx_kernel_rt] per datagram."""
+    """Child process: [seq, tx_mono, tx_rt, rx_mono] per datagram."""
     got: list[list[int]] = []
     sock.settimeout(first_s)
     while len(got) < expected:
         try:
-            data, anc, _, _ = sock.recvmsg(64, socket.CMSG_SPACE(16))
+            data = sock.recv(64)
         except TimeoutError:
             break
         rx_mono = time.monotonic_ns()
         sock.settimeout(idle_s)
-        rx_rt = 0
-        for level, kind, payload in anc:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
-                sec, nsec = struct.unpack("qq", payload[:16])
-                rx_rt = sec * 1_000_000_000 + nsec
         if len(data) >= PAYLOAD.size:
             seq, tx_mono, tx_rt = PAYLOAD.unpack_from(data)
-            got.append([seq, tx_mono, tx_rt, rx_mono, rx_rt])
+            got.append([seq, tx_mono, tx_rt, rx_mono])
     return got
+
+
+def verdict_times(record: bytes) -> dict[int, int]:
+    """seq -> the delayer's verdict stamp (CLOCK_MONOTONIC ns), from its raw IP pcap."""
+    times: dict[int, int] = {}
+    at = 24  # the pcap file header
+    while at + 16 <= len(record):
+        seconds, nanoseconds, cap_len, _wire_len = struct.unpack_from("=IIII", record, at)
+        packet = record[at + 16 : at + 16 + cap_len]
+        at += 16 + cap_len
+        ihl = (packet[0] & 0x0F) * 4
+        payload = packet[ihl + 8 :]  # past the UDP header
+        if len(payload) >= PAYLOAD.size:
+            times[PAYLOAD.unpack_from(payload)[0]] = seconds * 1_000_000_000 + nanoseconds
+    return times
 
 
 def sleep_until(deadline_ns: int) -> None:
@@ -160,9 +172,9 @@ def measure(
         rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
     except OSError:
         rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     port = rx.getsockname()[1]
-    delayer = start_delayer(binary, delay_ms, QUEUE)
+    record = os.memfd_create("delay-accuracy")
+    delayer = start_delayer(binary, delay_ms, QUEUE, record)
 
     read_end, write_end = os.pipe()
     child = os.fork()
@@ -182,13 +194,6 @@ def measure(
     rx.close()
 
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    # A queued skb stays charged to its sender's socket until the delayer
-    # accepts it: with the default send buffer (~256 small datagrams) a long
-    # burst would block the sender instead of filling the delay line.
-    try:
-        tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
-    except OSError:
-        tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
     tx.connect(("127.0.0.1", port))
     time.sleep(0.05)
     paced = packets - burst
@@ -203,7 +208,9 @@ def measure(
         text = results.read()
     os.waitpid(child, 0)
     stats, stats_line = stop_delayer(delayer)
-    rows = json.loads(text) if text else []
+    verdicts = verdict_times(os.pread(record, os.fstat(record).st_size, 0))
+    os.close(record)
+    rows = [[*row, verdicts.get(row[0], 0)] for row in (json.loads(text) if text else [])]
     return summarise(rows, delay_ms, packets, burst, interval_ms, stats, stats_line)
 
 
@@ -245,7 +252,7 @@ def summarise(
     def errors(which: str, selected: list[list[int]]) -> list[float]:
         if which == "receiver":
             return [(r[3] - r[1]) / 1e6 - delay_ms for r in selected]
-        return [(r[4] - r[2]) / 1e6 - delay_ms for r in selected if r[4]]
+        return [(r[4] - r[1]) / 1e6 - delay_ms for r in selected if r[4]]
 
     groups = {
         "paced": [r for r in rows if r[0] < paced],
@@ -266,7 +273,7 @@ def summarise(
         "error_ms": {
             f"{group}_{which}": spread(errors(which, selected))
             for group, selected in groups.items()
-            for which in ("receiver", "kernel")
+            for which in ("receiver", "verdict")
         },
         "delayer": stats,
         "delayer_line": stats_line,
@@ -283,7 +290,7 @@ def report(result: dict[str, Any]) -> str:
         f"  {'':26}{'median':>9}{'p99':>9}{'max':>9}{'min':>9}{'n':>7}",
     ]
     for group in ("paced", "burst", "all"):
-        for which, label in (("receiver", "receiver clock"), ("kernel", "kernel rx stamp")):
+        for which, label in (("receiver", "receiver clock"), ("verdict", "verdict stamp")):
             s = r["error_ms"][f"{group}_{which}"]
             if s["n"] == 0:
                 lines.append(f"  {group + ', ' + label:26}{'-':>9}{'-':>9}{'-':>9}{'-':>9}{0:>7}")

@@ -55,11 +55,11 @@ bool fifo_grow(struct fifo *f)
     return true;
 }
 
-static bool fifo_push(struct fifo *f, uint32_t id, int64_t due_ns)
+static bool fifo_push(struct fifo *f, const struct held *item)
 {
     if (f->count == f->cap && !fifo_grow(f))
         return false;
-    f->items[(f->head + f->count) % f->cap] = (struct held){ id, due_ns };
+    f->items[(f->head + f->count) % f->cap] = *item;
     f->count++;
     return true;
 }
@@ -67,40 +67,60 @@ static bool fifo_push(struct fifo *f, uint32_t id, int64_t due_ns)
 /* ------------------------------------------------------------------------ */
 /* Verdicts                                                                 */
 
-static void accept_now(struct handler *h, uint32_t id)
+static void accept_now(struct handler *h, const struct queued *q)
 {
-    int err = send_verdict(h->nl, id, false);
+    int err = send_verdict(h->nl, q->id, false);
     if (err != 0)
         h->st->verdict_errors++;
+    recorder_add(h->rec, now_ns(), q->packet, q->cap_len, q->wire_len);
 }
 
 /* A packet message: hold it (or accept it at once when the FIFO cannot take it; D = 0
  * is handled by the caller's release pass, which runs right after).  A gap in
- * the ids is a message the kernel could not deliver. */
-void hold_packet(struct handler *h, uint32_t id, int64_t stamp)
+ * the ids is a message the kernel could not deliver.  While recording, the
+ * packet's bytes are kept with it until its release. */
+void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
 {
     struct nl *n = h->nl;
     if (n->have_last_id) {
-        uint32_t gap = id - n->last_id - 1u;
+        uint32_t gap = q->id - n->last_id - 1u;
         if (gap != 0 && gap < 0x80000000u)
             h->st->lost += gap;
     }
     n->have_last_id = true;
-    n->last_id = id;
+    n->last_id = q->id;
     h->st->packets++;
-    if (fifo_push(h->fifo, id, stamp + h->delay_ns)) {
+    if (h->stopping) { /* queued before the shutdown datagram: its batch accepts it */
+        h->st->released_at_exit++;
+        recorder_add(h->rec, now_ns(), q->packet, q->cap_len, q->wire_len);
+        return;
+    }
+    struct held item = { .id = q->id, .due_ns = stamp + h->delay_ns };
+    if (h->rec->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
+        item.packet = malloc(q->cap_len);
+        if (item.packet == NULL) {
+            h->rec->lost++; /* the packet is still delayed; its record is lost */
+        } else {
+            memcpy(item.packet, q->packet, q->cap_len);
+            item.cap_len = q->cap_len;
+            item.wire_len = q->wire_len;
+        }
+    }
+    if (fifo_push(h->fifo, &item)) {
         if (h->fifo->count > h->st->max_depth)
             h->st->max_depth = h->fifo->count;
     } else {
+        free(item.packet);
         h->st->overflow_accepts++;
-        accept_now(h, id);
+        accept_now(h, q);
     }
 }
 
 /*
  * Accept every held packet whose due time has come.  Several due at once are
  * accepted with one batch verdict (all ids up to the last due one): they are
- * all due, so batching changes no packet's timing.
+ * all due, so batching changes no packet's timing.  The verdict goes first;
+ * the statistics and the records (stamped with the verdict's time) after.
  */
 int release_due(struct handler *h)
 {
@@ -112,13 +132,20 @@ int release_due(struct handler *h)
     if (front->due_ns > t)
         return 0;
     uint32_t n = 0, last = 0;
-    while ((front = fifo_front(f)) != NULL && front->due_ns <= t) {
-        stats_late(h->st, t - front->due_ns);
-        last = front->id;
-        fifo_pop(f);
-        n++;
+    for (; n < f->count; n++) {
+        const struct held *item = &f->items[(f->head + n) % f->cap];
+        if (item->due_ns > t)
+            break;
+        last = item->id;
     }
     int err = send_verdict(h->nl, last, n > 1);
+    for (uint32_t i = 0; i < n; i++) {
+        front = fifo_front(f);
+        stats_late(h->st, t - front->due_ns);
+        if (err == 0)
+            recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
+        fifo_pop(f);
+    }
     if (err != 0) {
         errno = err;
         return -1;
@@ -126,3 +153,15 @@ int release_due(struct handler *h)
     return 0;
 }
 
+void release_held_at_exit(struct handler *h, bool released)
+{
+    int64_t t = now_ns();
+    struct fifo *f = h->fifo;
+    while (f->count > 0) {
+        const struct held *front = fifo_front(f);
+        if (released)
+            recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
+        fifo_pop(f);
+    }
+    f->head = 0;
+}

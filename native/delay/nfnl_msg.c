@@ -92,7 +92,8 @@ int send_verdict(struct nl *n, uint32_t id, bool batch)
 /* ------------------------------------------------------------------------ */
 /* Receiving and parsing                                                    */
 
-/* A packet message: its id and the time it was read go to the FIFO. */
+/* A packet message: its id, the time it was read and (while recording) its
+ * bytes go to the FIFO.  NFQA_CAP_LEN comes only with a copy cut short. */
 static void on_packet(struct handler *h, const struct nlmsghdr *nlh, int64_t stamp)
 {
     const size_t hdr = NLMSG_ALIGN(sizeof(struct nfgenmsg));
@@ -100,23 +101,47 @@ static void on_packet(struct handler *h, const struct nlmsghdr *nlh, int64_t sta
         return;
     const char *p = (const char *)NLMSG_DATA(nlh) + hdr;
     size_t left = nlh->nlmsg_len - NLMSG_LENGTH(hdr);
+    struct queued q = { 0 };
+    bool have_id = false;
+    uint32_t cap_len_attr = 0;
     while (left >= NLA_HDRLEN) {
         const struct nlattr *a = (const struct nlattr *)p;
         if (a->nla_len < NLA_HDRLEN || a->nla_len > left)
-            return;
-        if ((a->nla_type & NLA_TYPE_MASK) == NFQA_PACKET_HDR &&
-            a->nla_len >= NLA_HDRLEN + sizeof(struct nfqnl_msg_packet_hdr)) {
-            struct nfqnl_msg_packet_hdr ph;
-            memcpy(&ph, p + NLA_HDRLEN, sizeof ph);
-            hold_packet(h, ntohl(ph.packet_id), stamp);
-            return;
+            break;
+        size_t data_len = a->nla_len - NLA_HDRLEN;
+        const char *data = p + NLA_HDRLEN;
+        switch (a->nla_type & NLA_TYPE_MASK) {
+        case NFQA_PACKET_HDR:
+            if (data_len >= sizeof(struct nfqnl_msg_packet_hdr)) {
+                struct nfqnl_msg_packet_hdr ph;
+                memcpy(&ph, data, sizeof ph);
+                q.id = ntohl(ph.packet_id);
+                have_id = true;
+            }
+            break;
+        case NFQA_PAYLOAD:
+            q.packet = (const unsigned char *)data;
+            q.cap_len = (uint32_t)data_len;
+            break;
+        case NFQA_CAP_LEN:
+            if (data_len >= sizeof cap_len_attr) {
+                memcpy(&cap_len_attr, data, sizeof cap_len_attr);
+                cap_len_attr = ntohl(cap_len_attr);
+            }
+            break;
+        default:
+            break;
         }
         size_t step = NLA_ALIGN(a->nla_len);
         if (step >= left)
-            return;
+            break;
         p += step;
         left -= step;
     }
+    if (!have_id)
+        return;
+    q.wire_len = cap_len_attr > q.cap_len ? cap_len_attr : q.cap_len;
+    hold_packet(h, &q, stamp);
 }
 
 static void on_error_msg(struct handler *h, const struct nlmsghdr *nlh)

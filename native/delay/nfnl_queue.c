@@ -114,9 +114,14 @@ int send_params(struct handler *h, uint32_t maxlen, bool fail_open, union nl_buf
     uint32_t seq = ++h->nl->seq;
     struct nlmsghdr *nlh = msg_begin(buf, sizeof buf, &off, NFQNL_MSG_CONFIG, NLM_F_ACK,
                                      seq, h->nl->queue);
-    /* Copy only metadata: the packet id is all a delayer needs. */
-    struct nfqnl_msg_config_params params = { .copy_range = htonl(0),
-                                              .copy_mode = NFQNL_COPY_META };
+    /* Copy only metadata, the packet id being all a delayer needs; recording,
+     * the whole packet (the kernel caps the range at 65531 bytes and says how
+     * long a longer one was, NFQA_CAP_LEN). */
+    bool recording = h->rec->fd >= 0;
+    struct nfqnl_msg_config_params params = {
+        .copy_range = htonl(recording ? 0xffffu : 0u),
+        .copy_mode = recording ? NFQNL_COPY_PACKET : NFQNL_COPY_META,
+    };
     msg_attr(buf, sizeof buf, &off, nlh, NFQA_CFG_PARAMS, &params, sizeof params);
     uint32_t ml = htonl(maxlen);
     msg_attr(buf, sizeof buf, &off, nlh, NFQA_CFG_QUEUE_MAXLEN, &ml, sizeof ml);
@@ -170,8 +175,8 @@ int release_all_and_unbind(struct handler *h, union nl_buf *rb)
     msg_attr(buf, sizeof buf, &off, m3, NFQA_CFG_CMD, &c, sizeof c);
 
     h->st->released_at_exit += h->fifo->count;
-    h->fifo->count = 0;
-    h->fifo->head = 0;
-    h->delay_ns = INT64_MAX / 4; /* anything read from now on is already accepted */
-    return config_and_wait(h, buf, off, seq, rb);
+    h->stopping = true; /* anything read from now on is accepted by the batch (hold.c) */
+    int err = config_and_wait(h, buf, off, seq, rb);
+    release_held_at_exit(h, err == 0);
+    return err;
 }

@@ -21,13 +21,13 @@
 
 static const char usage[] =
 "Usage: " PROG " --queue N --delay-ms D [--max-queue LEN] [--die-with-parent]\n"
-"                 [--stats-json] [--fail-open] [--rt-priority P]\n"
+"                 [--stats-json] [--fail-open] [--rt-priority P] [--record-fd N]\n"
 "\n"
 "Delays every packet of nfnetlink queue N by D milliseconds (one-way delay,\n"
 "RTT = 2 x D when both directions pass the queue), then accepts it.  A stand-in\n"
 "for 'tc qdisc add dev lo root netem delay Dms' where sch_netem is missing.\n"
 "Packets reach the queue through an iptables rule, for example:\n"
-"  iptables -A OUTPUT -o lo -p tcp -j NFQUEUE --queue-num N --queue-bypass\n"
+"  iptables -A INPUT -i lo -p tcp -j NFQUEUE --queue-num N --queue-bypass\n"
 "(--queue-bypass lets traffic flow undelayed when no delayer is bound).\n"
 "\n"
 "Options (each also accepted as --option=VALUE):\n"
@@ -50,6 +50,15 @@ static const char usage[] =
 "                     ahead of any process).  0 keeps the normal scheduler.\n"
 "                     Without CAP_SYS_NICE it quietly keeps the normal one; the\n"
 "                     JSON statistics say which (\"sched\").\n"
+"  --record-fd N      write every packet released to descriptor N (3 or more,\n"
+"                     open for writing), a pcap file (raw IP, nanoseconds),\n"
+"                     each packet stamped with its verdict's time on\n"
+"                     CLOCK_MONOTONIC, not the Unix epoch: the time the packet\n"
+"                     reached the receiver when the queue's rule is at the\n"
+"                     receiving end (INPUT).  Records are written on SIGUSR1,\n"
+"                     which is answered with a line 'FLUSHED N L' on stdout\n"
+"                     (N packets recorded so far, L not recorded for want of\n"
+"                     memory), and at the stop.\n"
 "  --help             show this help and exit.\n"
 "\n"
 "Protocol: prints READY on stdout once the queue is bound.  SIGTERM, SIGINT or\n"
@@ -61,7 +70,7 @@ static const char usage[] =
 "queue message never arrived (ENOBUFS overruns).  JSON keys: queue, delay_ms,\n"
 "packets, max_queue_depth, enobufs, lost, released_at_exit, verdict_errors,\n"
 "kernel_queue_dropped, kernel_user_dropped, late_median_us, late_p99_us,\n"
-"late_max_us, sched.\n"
+"late_max_us, sched, recorded.\n"
 "\n"
 "Needs CAP_NET_ADMIN in the network namespace of the queue (root there).\n"
 "Exit status: 0 after a signal, 1 on a failure while running, 2 on bad input\n"
@@ -123,7 +132,7 @@ static bool parse_delay_ms(const char *s, int64_t *out_ns)
 }
 
 enum { OPT_QUEUE, OPT_DELAY_MS, OPT_MAX_QUEUE, OPT_RT_PRIORITY, OPT_DIE_WITH_PARENT,
-       OPT_STATS_JSON, OPT_FAIL_OPEN };
+       OPT_STATS_JSON, OPT_FAIL_OPEN, OPT_RECORD };
 
 static const struct args_option options[] = {
     {"--queue", ARGS_VALUE, NULL, OPT_QUEUE},
@@ -133,6 +142,7 @@ static const struct args_option options[] = {
     {"--die-with-parent", ARGS_FLAG, NULL, OPT_DIE_WITH_PARENT},
     {"--stats-json", ARGS_FLAG, NULL, OPT_STATS_JSON},
     {"--fail-open", ARGS_FLAG, NULL, OPT_FAIL_OPEN},
+    {"--record-fd", ARGS_VALUE, NULL, OPT_RECORD},
     {"--help", ARGS_FLAG, NULL, ARGS_HELP},
     {NULL, ARGS_FLAG, NULL, 0},
 };
@@ -142,6 +152,7 @@ void parse_args(int argc, char **argv, struct options *o)
     memset(o, 0, sizeof *o);
     o->max_queue = DEFAULT_MAX_QUEUE;
     o->rt_priority = DEFAULT_RT_PRIORITY;
+    o->record_fd = -1;
 
     struct args a = {.prog = PROG, .usage = usage, .dialect = ARGS_DIALECT_DELAY,
                      .options = options, .argc = argc, .argv = argv};
@@ -189,6 +200,15 @@ void parse_args(int argc, char **argv, struct options *o)
         case OPT_FAIL_OPEN:
             o->fail_open = true;
             break;
+        case OPT_RECORD: {
+            uint64_t fd;
+            if (!parse_uint(val, 65535, &fd) || fd < 3)
+                args_fail(&a, "--record-fd '%s' is not a descriptor to record to: use an "
+                          "integer 3..65535 open for writing, e.g. --record-fd 3 3>lab.pcap",
+                          val);
+            o->record_fd = (int)fd;
+            break;
+        }
         }
     }
     if (!o->have_queue)

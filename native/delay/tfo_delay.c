@@ -4,7 +4,7 @@
  *
  * An iptables rule sends packets to an nfnetlink queue:
  *
- *     iptables -A OUTPUT -o lo -p tcp -j NFQUEUE --queue-num N --queue-bypass
+ *     iptables -A INPUT -i lo -p tcp -j NFQUEUE --queue-num N --queue-bypass
  *
  * and this program accepts each queued packet exactly D milliseconds after it
  * was queued.  The delay is constant, so a FIFO keeps the packets in order and
@@ -21,7 +21,8 @@
  * - Every system call is checked.  Bad input and an environment that cannot
  *   work (no CAP_NET_ADMIN, queue already bound) give one line on stderr with
  *   the fix and exit status 2.  A failure after start-up releases the held
- *   packets and exits 1.  SIGTERM/SIGINT/SIGHUP release the held packets,
+ *   packets and exits 1.  SIGUSR1 writes --record-fd's packets (record.c).
+ *   SIGTERM/SIGINT/SIGHUP release the held packets,
  *   unbind, print statistics and exit 0.
  * - The kernel queue's maximum length is --max-queue and the FIFO never grows
  *   beyond it, so the FIFO cannot overflow: the kernel refuses (drops) packets
@@ -54,6 +55,24 @@ _Noreturn void fail_setup(const char *what, int err, const char *fix)
 {
     fprintf(stderr, PROG ": %s: %s; %s\n", what, strerror(err), fix);
     exit(EXIT_USAGE);
+}
+
+/* SIGUSR1 with --record-fd: write the records so far, then say so on stdout
+ * ("FLUSHED N L": N packets recorded since the start, L released but not
+ * recorded for want of memory).  0, or -1 on a failure (said on stderr). */
+static int flush_records(struct recorder *rec)
+{
+    int err = recorder_flush(rec);
+    if (err != 0) {
+        fprintf(stderr, PROG ": writing to --record-fd: %s\n", strerror(err));
+        return -1;
+    }
+    if (printf("FLUSHED %" PRIu64 " %" PRIu64 "\n", rec->records, rec->lost) < 0 ||
+        fflush(stdout) != 0) {
+        fprintf(stderr, PROG ": cannot write FLUSHED to stdout: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 /* Set-up (parent death signal, timer slack, SCHED_FIFO, signals, timerfd),
@@ -95,7 +114,8 @@ int main(int argc, char **argv)
         fail_setup("signal(SIGPIPE)", errno, "report this as a bug");
     sigset_t stop_signals;
     if (sigemptyset(&stop_signals) != 0 || sigaddset(&stop_signals, SIGTERM) != 0 ||
-        sigaddset(&stop_signals, SIGINT) != 0 || sigaddset(&stop_signals, SIGHUP) != 0)
+        sigaddset(&stop_signals, SIGINT) != 0 || sigaddset(&stop_signals, SIGHUP) != 0 ||
+        sigaddset(&stop_signals, SIGUSR1) != 0)
         fail_setup("sigaddset", errno, "report this as a bug");
     if (sigprocmask(SIG_BLOCK, &stop_signals, NULL) != 0)
         fail_setup("sigprocmask", errno, "report this as a bug");
@@ -111,8 +131,12 @@ int main(int argc, char **argv)
     struct fifo fifo = { .limit = opt.max_queue };
     if (!fifo_grow(&fifo))
         fail_setup("allocating the packet FIFO", ENOMEM, "lower --max-queue");
+    struct recorder rec = { .fd = -1 };
+    if (opt.record_fd >= 0)
+        recorder_open(&rec, opt.record_fd);
     struct nl nl = { .fd = open_netlink(), .queue = opt.queue };
-    struct handler h = { .nl = &nl, .fifo = &fifo, .st = &st, .delay_ns = opt.delay_ns };
+    struct handler h = { .nl = &nl, .fifo = &fifo, .st = &st, .rec = &rec,
+                         .delay_ns = opt.delay_ns };
 
     int err = send_cmd(&h, NFQNL_CFG_CMD_BIND, &rb);
     if (err == EPERM) {
@@ -186,8 +210,18 @@ int main(int argc, char **argv)
             if (r < 0 && errno != EAGAIN && errno != EINTR) {
                 fprintf(stderr, PROG ": reading signalfd: %s\n", strerror(errno));
                 exit_code = EXIT_RUNTIME;
+                break;
             }
-            break;
+            if (r == (ssize_t)sizeof si && si.ssi_signo == SIGUSR1) {
+                if (flush_records(&rec) != 0) {
+                    exit_code = EXIT_RUNTIME;
+                    break;
+                }
+                continue;
+            }
+            if (r == (ssize_t)sizeof si || r == 0)
+                break;
+            continue; /* EAGAIN or EINTR: nothing read */
         }
         if (pfd[1].revents & POLLIN) {
             uint64_t expirations;
@@ -236,6 +270,12 @@ int main(int argc, char **argv)
                 opt.queue, strerror(err));
         exit_code = EXIT_RUNTIME;
     }
+    int rec_err = recorder_close(&rec);
+    if (rec_err != 0) {
+        fprintf(stderr, PROG ": writing to --record-fd: %s\n", strerror(rec_err));
+        exit_code = EXIT_RUNTIME;
+    }
+    st.recorded = rec.records;
     print_stats(&opt, &st, have_kc, kq, ku, sched);
 
     free(fifo.items);

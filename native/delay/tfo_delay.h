@@ -7,6 +7,7 @@
  *   nfnl_msg.c    nfnetlink messages: building, sending, receiving, parsing
  *   nfnl_queue.c  the queue: the socket, bind, parameters, release-and-unbind
  *   hold.c        the hold-and-release FIFO: due times and verdicts
+ *   record.c      --record-fd: every released packet, stamped, as a pcap file
  *   stats.c       lateness histogram, kernel drop counters, the report lines
  *
  * Every file defines _GNU_SOURCE before its first include (signalfd,
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <linux/netlink.h>
 
@@ -28,7 +30,8 @@
 
 #define NS_PER_MS 1000000LL
 #define HIST_BINS 100000u /* lateness histogram: 1 us bins up to 100 ms */
-#define RECV_BUF_BYTES 65536
+/* A packet message with its whole packet (copy range 65531) fits with room to spare. */
+#define RECV_BUF_BYTES (128 * 1024)
 
 /* ------------------------------------------------------------------------ */
 /* options.c                                                                */
@@ -43,6 +46,7 @@ struct options {
     bool stats_json;
     bool fail_open;
     int rt_priority;
+    int record_fd; /* --record-fd N, or -1 */
 };
 
 /* Fill *o from the command line; bad input exits 2, --help exits 0. */
@@ -54,6 +58,9 @@ void parse_args(int argc, char **argv, struct options *o);
 struct held {
     uint32_t id;
     int64_t due_ns;
+    unsigned char *packet; /* the packet's bytes while recording (malloc'd), else NULL */
+    uint32_t cap_len;      /* bytes in packet */
+    uint32_t wire_len;     /* the packet's whole length (more than cap_len if cut) */
 };
 
 struct fifo {
@@ -74,9 +81,36 @@ static inline const struct held *fifo_front(const struct fifo *f)
 
 static inline void fifo_pop(struct fifo *f)
 {
+    free(f->items[f->head].packet);
+    f->items[f->head].packet = NULL;
     f->head = (f->head + 1) % f->cap;
     f->count--;
 }
+
+/* ------------------------------------------------------------------------ */
+/* record.c: released packets as a pcap file (--record-fd)                  */
+
+struct recorder {
+    int fd;               /* -1: not recording */
+    unsigned char *buf;   /* records not written yet */
+    size_t len, cap;
+    uint64_t records;     /* packets recorded since the start */
+    uint64_t lost;        /* packets released but not recorded (out of memory) */
+};
+
+/* Record to fd (open for writing, inherited): write the pcap file header; exits
+ * 2 with the reason when it cannot. */
+void recorder_open(struct recorder *r, int fd);
+
+/* Append one released packet: its release time (CLOCK_MONOTONIC ns) and bytes. */
+void recorder_add(struct recorder *r, int64_t t_ns, const unsigned char *packet,
+                  uint32_t cap_len, uint32_t wire_len);
+
+/* Write what is buffered.  Returns 0 or an errno. */
+int recorder_flush(struct recorder *r);
+
+/* Flush, then close.  Returns 0 or an errno. */
+int recorder_close(struct recorder *r);
 
 /* ------------------------------------------------------------------------ */
 /* stats.c                                                                  */
@@ -89,6 +123,7 @@ struct stats {
     uint64_t enobufs;           /* ENOBUFS from recv: the socket buffer overran */
     uint64_t lost;              /* gaps in packet ids: messages the kernel could not deliver */
     uint64_t verdict_errors;    /* NLMSG_ERROR answers to our verdicts */
+    uint64_t recorded;          /* packets written to --record's file */
     uint32_t max_depth;
     int64_t late_max_ns;
     uint64_t hist_over;         /* lateness >= HIST_BINS us */
@@ -136,7 +171,9 @@ struct handler {
     struct nl *nl;
     struct fifo *fifo;
     struct stats *st;
+    struct recorder *rec; /* rec->fd < 0: not recording */
     int64_t delay_ns;
+    bool stopping; /* the shutdown batch went out: what is read now is accepted by it */
 };
 
 /* Append one nfnetlink_queue message header to buf (at offset *off). */
@@ -167,8 +204,8 @@ int open_netlink(void);
 /* NFQNL_CFG_CMD_BIND or _UNBIND, acknowledged.  Returns 0 or an errno. */
 int send_cmd(struct handler *h, uint8_t cmd, union nl_buf *rb);
 
-/* Copy mode (metadata only), queue length, GSO and fail-open flags,
- * acknowledged.  Returns 0 or an errno. */
+/* Copy mode (metadata only, or whole packets while recording), queue length,
+ * GSO and fail-open flags, acknowledged.  Returns 0 or an errno. */
 int send_params(struct handler *h, uint32_t maxlen, bool fail_open, union nl_buf *rb);
 
 /* Accept everything still queued and unbind, in one datagram.  Returns 0 or an errno. */
@@ -177,11 +214,23 @@ int release_all_and_unbind(struct handler *h, union nl_buf *rb);
 /* ------------------------------------------------------------------------ */
 /* hold.c: what happens to a packet                                         */
 
-/* A packet message with this id arrived at stamp: hold it until stamp + D. */
-void hold_packet(struct handler *h, uint32_t id, int64_t stamp);
+/* What a packet message carries: its id, and while recording its bytes. */
+struct queued {
+    uint32_t id;
+    const unsigned char *packet; /* NULL without a payload attribute */
+    uint32_t cap_len;
+    uint32_t wire_len;           /* NFQA_CAP_LEN when the copy was cut, else cap_len */
+};
+
+/* A packet message read at stamp: hold it until stamp + D. */
+void hold_packet(struct handler *h, const struct queued *q, int64_t stamp);
 
 /* Accept every held packet whose due time has come.  0, or -1 with errno set. */
 int release_due(struct handler *h);
+
+/* Empty the FIFO at the stop, freeing the packets' bytes; `released`: the
+ * shutdown's batch verdict went out, so record them as released now. */
+void release_held_at_exit(struct handler *h, bool released);
 
 /* ------------------------------------------------------------------------ */
 /* tfo_delay.c                                                              */

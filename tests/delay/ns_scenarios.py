@@ -49,13 +49,19 @@ class Delayer:
     """tfo-delay as a child: started, waited for READY, stopped with its output kept."""
 
     def __init__(
-        self, binary: str, delay_ms: float, queue: int = QUEUE, extra: tuple[str, ...] = ()
+        self,
+        binary: str,
+        delay_ms: float,
+        queue: int = QUEUE,
+        extra: tuple[str, ...] = (),
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.proc = subprocess.Popen(
             [*delayer_args(binary, delay_ms, queue), *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            pass_fds=pass_fds,
         )
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], 10.0)
@@ -186,6 +192,7 @@ def scenario_release(args: argparse.Namespace) -> dict:
         "in_order": seqs == sorted(seqs),
         "inversions": len(overtaken),
         "inversion_at": overtaken[:5],
+        "seqs": seqs,
         "unique": len(set(seqs)),
         "stop_ms": stop_ms,
         "all_read_ms": ms_since(term_ns),
@@ -277,6 +284,39 @@ def scenario_overflow(args: argparse.Namespace) -> dict:
     return {"arrivals": arrivals, **delayer.stop()}
 
 
+def scenario_record(args: argparse.Namespace) -> dict:
+    """--record-fd into a memory file: 40 datagrams, each carrying its send time
+    (CLOCK_MONOTONIC ns); SIGUSR1 writes the records, the stop the rest."""
+    add_rule("udp")
+    record = os.memfd_create("record")
+    delayer = Delayer(
+        args.binary, args.delay_ms, extra=("--record-fd", str(record)), pass_fds=(record,)
+    )
+    if not delayer.ready:
+        return {"error": "delayer not ready", **delayer.stop()}
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    rx.settimeout(3 * args.delay_ms / 1e3 + 1)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.connect(rx.getsockname())
+    for _ in range(40):
+        tx.send(struct.pack("=q", time.monotonic_ns()))
+        time.sleep(0.0005)
+    for _ in range(40):
+        rx.recv(16)
+    assert delayer.proc.stdout is not None
+    delayer.proc.send_signal(signal.SIGUSR1)
+    ready, _, _ = select.select([delayer.proc.stdout], [], [], 5.0)
+    flushed = delayer.proc.stdout.readline().strip() if ready else ""
+    flushed_bytes = os.fstat(record).st_size
+    tx.send(struct.pack("=q", time.monotonic_ns()))  # one more, written at the stop
+    rx.recv(16)
+    stopped = delayer.stop()
+    data = os.pread(record, os.fstat(record).st_size, 0)
+    os.close(record)
+    return {"flushed": flushed, "flushed_bytes": flushed_bytes, "pcap_hex": data.hex(), **stopped}
+
+
 def scenario_probe(args: argparse.Namespace) -> dict:
     """Can this machine run the others: the rule installs and the delayer binds."""
     add_rule("tcp")
@@ -291,6 +331,7 @@ SCENARIOS = {
     "busy": scenario_busy,
     "eperm": scenario_eperm,
     "overflow": scenario_overflow,
+    "record": scenario_record,
 }
 
 

@@ -47,8 +47,8 @@ def test_a_leaked_rule_is_seen_without_any_binary() -> None:
     assert done.returncode == 0, done.stderr
     *nft, rule_gone, legacy = json.loads(done.stdout)
     assert nft == [
-        "nf_tables: + chain ip tfolab output",
-        "nf_tables: + rule ip tfolab output #2",
+        "nf_tables: + chain ip tfolab input",
+        "nf_tables: + rule ip tfolab input #2",
         "nf_tables: + table ip tfolab",
     ]
     assert rule_gone == "--"

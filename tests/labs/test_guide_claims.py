@@ -207,7 +207,7 @@ def the_nfqueue_rule_queues_tcp_only() -> None:
 
 
 def autocorking_is_no_setting() -> None:
-    """The scenario schema has no autocorking: the runner sets it per backend."""
+    """The scenario schema has no autocorking: no backend leaves a write for it to hold."""
     assert "autocorking" not in {f.name for f in dataclasses.fields(ScenarioConfig)}
 
 

@@ -130,9 +130,10 @@ def test_nodelay_cork_msg_more_single_write_are_2d(delay: float) -> None:
 def test_autocorking_is_no_setting() -> None:
     """Autocorking is not offered: the model is netem's link, where it never holds a write.
 
-    netem orphans the queued skb; the runner turns tcp_autocorking off where its
-    NFQUEUE stand-in keeps the skb charged (else the second write would wait for
-    the first to leave the queue: 3D instead of 2D with TCP_NODELAY).
+    netem orphans the queued skb, and the NFQUEUE stand-in holds packets at the
+    receiving end, after loopback_xmit orphaned them (a packet held charged in
+    OUTPUT would make the second write wait for the first to leave the queue:
+    3D instead of 2D with TCP_NODELAY).
     """
     assert "autocorking" not in {f.name for f in dataclasses.fields(ScenarioConfig)}
     with pytest.raises(SettingError, match="unknown setting 'autocorking'"):

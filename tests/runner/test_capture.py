@@ -42,6 +42,7 @@ from tfolab.runner.capture import (
     realtime_offset_ns,
     write_pcap,
 )
+from tfolab.runner.capture_delayer import DelayerCapture
 from tfolab.runner.capture_ring import (
     BLOCK_DESC,
     SLL,
@@ -423,7 +424,6 @@ def _enter_lab() -> None:
     lifetime.die_with_parent()
     netns.enter_new_netns()
     netns.set_loopback(True)
-    Path("/proc/sys/net/ipv4/tcp_autocorking").write_text("0")
 
 
 def _out_segs() -> int:
@@ -434,7 +434,9 @@ def _out_segs() -> int:
     raise RuntimeError("no Tcp line in /proc/net/snmp")
 
 
-def _captured(capture: Capture, body: Callable[[], dict[str, object]]) -> dict[str, object]:
+def _captured(
+    capture: Capture | DelayerCapture, body: Callable[[], dict[str, object]]
+) -> dict[str, object]:
     before = _out_segs()
     try:
         capture.start()
@@ -495,18 +497,21 @@ def _fastopen(port_holder: list[int]) -> None:
 
 
 def inside_nfqueue(pcap_path: str) -> dict[str, object]:
+    """The NFQUEUE backend as a run installs it: the rule at INPUT, tfo-delay recording
+    what it releases, and its record as the capture (capture_delayer.py)."""
     from tfolab.core import native
-    from tfolab.runner.backends import nfrule
-    from tfolab.runner.backends.nfqueue import delayer_args
+    from tfolab.core.errors import UserError
+    from tfolab.runner.backends.nfqueue import NFQUEUE
+    from tfolab.runner.capture_delayer import DelayerCapture
 
     _enter_lab()
     try:
-        nfrule.install_rule()
-    except nfrule.RuleRefused as err:
-        return {"unavailable": f"no NFQUEUE rule: {err}"}
-    args = delayer_args(str(native.executable_path("tfo-delay")), DELAY_MS)
-    delayer = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert delayer.stdout is not None and delayer.stdout.readline().strip() == "READY"
+        tfo_delay = str(native.executable_path("tfo-delay"))
+        installed = NFQUEUE.install(DELAY_MS, tfo_delay, record=True)
+    except UserError as err:
+        return {"unavailable": f"no NFQUEUE delay: {err.reason}"}
+    assert installed.delayer is not None and installed.delayer.stdout is not None
+    assert installed.record_fd is not None
     request, response = b"ping request\n", b"pong response, longer\n"
     times: dict[str, int] = {}
     ports: list[int] = []
@@ -517,13 +522,14 @@ def inside_nfqueue(pcap_path: str) -> dict[str, object]:
         _fastopen(ports)
         return {"request_bytes": len(request), "response_bytes": len(response)}
 
-    capture = Capture()
+    capture = DelayerCapture(
+        installed.delayer.pid, installed.delayer.stdout.fileno(), installed.record_fd
+    )
     try:
         result = _captured(capture, body)
     finally:
         capture.close()
-        delayer.terminate()
-        delayer.communicate(timeout=5)
+        installed.stop()
     if "unavailable" in result:
         return result
     segments: tuple[CapturedSegment, ...] = result.pop("_segments")  # type: ignore[assignment]

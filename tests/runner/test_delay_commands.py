@@ -28,8 +28,8 @@ def test_netem_args_delay_every_packet_on_lo() -> None:
 
 def test_iptables_fallback_sends_only_tcp_on_lo_and_bypasses_when_the_delayer_dies() -> None:
     args = iptables_args("iptables", 7)
-    assert args[:4] == ["iptables", "-w", "-A", "OUTPUT"]
-    assert args[args.index("-o") + 1] == "lo"
+    assert args[:4] == ["iptables", "-w", "-A", "INPUT"]  # the receiving end
+    assert args[args.index("-i") + 1] == "lo"
     assert args[args.index("-p") + 1] == "tcp"
     assert args[-3:] == ["--queue-num", "7", "--queue-bypass"]
 

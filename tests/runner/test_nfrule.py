@@ -49,17 +49,23 @@ def test_the_batch_is_one_transaction_of_table_chain_and_rule() -> None:
         subsystem | nfrule.NFT_MSG_NEWRULE,
         nfrule.NFNL_MSG_BATCH_END,
     ]
-    rule = _messages(batch)[3][2]
+    chain, rule = _messages(batch)[2][2], _messages(batch)[3][2]
+    assert b"input\0" in chain  # the receiving end: INPUT, iif lo
+    hook = nfrule.attr(nfrule.NFTA_HOOK_HOOKNUM, nfrule.be32(nfrule.NF_INET_LOCAL_IN))
+    assert hook in chain
+    assert nfrule.attr(nfrule.NFTA_META_KEY, nfrule.be32(nfrule.NFT_META_IIF)) in rule
     assert b"NFQUEUE\0" in rule and b"meta\0" in rule and b"cmp\0" in rule
     # xt_NFQ_info_v3: queue 7, one queue, bypass; padded to XT_ALIGN
     assert struct.pack("=HHH", 7, 1, 1) + b"\0\0" in rule
 
 
-def test_the_legacy_entry_matches_out_lo_tcp() -> None:
+def test_the_legacy_entry_matches_in_lo_tcp() -> None:
     entry = nfrule.legacy_rule_entry(7)
     assert len(entry) == nfrule.IPT_ENTRY_SIZE + 40  # xt_entry_target (32) + info (8)
     fields = nfrule.IPT_ENTRY_HEAD.unpack_from(entry)
-    assert fields[5].rstrip(b"\0") == b"lo" and fields[8] == socket.IPPROTO_TCP
+    # ipt_ip: src, dst, their masks, iniface, outiface, their masks, proto
+    assert fields[4].rstrip(b"\0") == b"lo" and fields[5] == bytes(16)
+    assert fields[6].rstrip(b"\0") == b"\xff" * 3 and fields[8] == socket.IPPROTO_TCP
     assert fields[12:14] == (nfrule.IPT_ENTRY_SIZE, len(entry))
 
 

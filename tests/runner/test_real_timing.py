@@ -93,3 +93,28 @@ def test_a_fresh_machine_without_iptables_measures_through_nfqueue(
     for iteration in result["scenarios"][0]["iterations"]:
         assert_near(iteration["measured_ms"], 40.0, 2.0, f"first byte #{iteration['i']}")
     check_exit(done)
+
+
+@TIMING
+def test_nfqueue_holds_no_write_back_the_way_tcp_small_queues_would(
+    delaying_machine: LabMachine,
+) -> None:
+    """A 65483-byte request at lo's MTU leaves as three GSO packets at once (skbs of
+    32741 bytes). Held in OUTPUT, still charged to the socket, the third waited until
+    the first left the queue (tcp_small_queue_check: D later). At the receiving end
+    (INPUT, after loopback_xmit's skb_orphan) all three arrive together, as on netem,
+    and the kernel agrees with the model packet for packet."""
+    if not delaying_machine.nfqueue:
+        require_or_skip("NFQUEUE", delaying_machine.why_no_delay)
+    done = run_tfolab(
+        "run", "handshake", "--delay", "5", "--backend", "nfqueue", "--iterations", "1",
+        "--set", "request_bytes=65483", "--json",
+    )  # fmt: skip
+    timing_only(done)
+    (scenario,) = json.loads(done.stdout)["scenarios"]
+    request = [row for row in scenario["captured"] if row["sender"] == "client" and row["length"]]
+    assert [row["length"] for row in request] == [32741, 32741, 1]
+    # arrival = the delayer's verdict: all three D after the same send, well under D apart
+    assert request[-1]["t_ms"] - request[0]["t_ms"] < 1.0
+    assert scenario["packet_disagreements"] == []
+    check_exit(done)

@@ -2,8 +2,8 @@
 
 Rules:
 - `for_real()` checks, before any process or namespace exists: the backend,
-  the machine-wide slots, what a real run cannot honour, the model's domain on
-  that backend (TCP Small Queues on NFQUEUE) and a served session's budget.
+  the machine-wide slots, what a real run cannot honour and a served
+  session's budget.
 - It keeps the model's prediction those checks read (RunPlan.prediction); the
   run predicts again only with what the runner measured (the delay that
   really ran, the segment truesize).
@@ -21,8 +21,7 @@ from tfolab.lab import served_budget
 from tfolab.lab.plan import LabPlan
 from tfolab.lab.prediction import predict
 from tfolab.lab.results import LabResult
-from tfolab.model.domain import gso_packets_per_burst
-from tfolab.runner.backends import BACKEND_CHOICES, BACKENDS, likely_backend
+from tfolab.runner.backends import BACKEND_CHOICES, likely_backend
 
 PINGPONG_SYSCTL = "/proc/sys/net/ipv4/tcp_pingpong_thresh"
 
@@ -58,28 +57,5 @@ def for_real(lab_plan: LabPlan, backend: str) -> RunPlan:
             "before, the threshold is built in)",
         )
     prediction = predict(lab_plan, backend=likely)
-    _check_small_queues(prediction, likely)
     served_budget.check_run(prediction)  # a served session's run fits the class's budget
     return RunPlan(lab_plan, backend, prediction)
-
-
-def _check_small_queues(prediction: LabResult, backend: str) -> None:
-    """A backend that keeps queued skbs charged: refuse a write of more than two GSO packets.
-
-    TCP Small Queues (tcp_small_queue_check) then holds the third until the
-    first leaves the delayer's queue, D later: a wait the model, which is
-    netem's link, does not have (domain.py).
-    """
-    if not BACKENDS[backend].autocorking_off:  # netem orphans the skb; no delay, no wait
-        return
-    for scenario in prediction.scenarios:
-        packets_at_once = gso_packets_per_burst(scenario.simulation.events)
-        if packets_at_once > 2:
-            raise UserError(
-                f"scenario {scenario.planned.name}: outside the model's domain on the "
-                f"{backend} backend: one write leaves as {packets_at_once} GSO packets, and "
-                "with the packets held in NFQUEUE still charged to the socket TCP Small "
-                "Queues (tcp_small_queue_check) holds the third until the first leaves "
-                "the queue; needs the TSQ model",
-                "use --backend netem where the kernel has it, or a smaller request or MTU",
-            )

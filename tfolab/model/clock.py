@@ -89,8 +89,9 @@ class Link:
 
     The reference is netem on lo: the qdisc orphans the queued skb, so while it
     waits it is no longer charged to the sending socket, and autocorking never
-    holds a write because of it (see nagle.py). The runner makes its other
-    backends behave the same way (docs/TCP-NOTES.md, "Delay emulation").
+    holds a write because of it (see nagle.py). The NFQUEUE stand-in holds
+    packets at the receiving end, where loopback_xmit has orphaned them too
+    (docs/TCP-NOTES.md, "Delay emulation").
     """
 
     one_way_delay_ns: int

@@ -55,12 +55,6 @@ Rules (each the reason the kernel would leave the model's world):
   (retransmit.py). A longer answer leaves the domain as the world runs
   (`Env.beyond_domain`): after the timeout the rest goes from a congestion
   window of one (tcp_enter_loss).
-- A backend that keeps queued packets charged to their socket (the NFQUEUE
-  stand-in) lets TCP Small Queues hold back a write's third GSO packet until
-  the first leaves the queue (tcp_small_queue_check; tcp_rtx_queue_empty_or_
-  single_skb lets two through): `gso_packets_per_burst` counts them, the
-  runner's check refuses that backend for such a scenario (netem orphans the
-  skb and is unaffected).
 """
 
 from __future__ import annotations
@@ -215,20 +209,6 @@ def _timer_refusal(config: ScenarioConfig, delay_ms: float) -> str | None:
             f"{MAX_HANDSHAKE_DELAY_MS:g} ms"
         )
     return None
-
-
-def gso_packets_per_burst(events: tuple[Event, ...]) -> int:
-    """The most skbs (GSO packets) one sender put on the wire at one instant.
-
-    Each data segment that starts an skb (Segment.starts_skb: the first of a
-    tcp_transmit_skb call) opens a packet; a burst is one connection, sender
-    and send time.
-    """
-    packets: Counter[tuple[int, str, float]] = Counter()
-    for event in events:
-        if isinstance(event, Segment) and event.length and event.starts_skb:
-            packets[(event.connection, event.sender, event.sent_ms)] += 1
-    return max(packets.values(), default=0)
 
 
 def reader_race_refusal(events: tuple[Event, ...]) -> str | None:

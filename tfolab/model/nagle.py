@@ -10,9 +10,9 @@ Rules (net/ipv4/tcp_output.c and tcp.c):
 - A retransmission is never held by Nagle.
 - Autocorking (`tcp_should_autocork`) is not modelled: it holds a small
   write only while an earlier skb of the socket is still queued below TCP
-  and charged to it, and on loopback with netem the queued skb is orphaned.
-  The runner turns net.ipv4.tcp_autocorking off when its NFQUEUE stand-in
-  (which keeps skbs charged) delays the packets, so the kernel matches.
+  and charged to it, and on loopback with netem the queued skb is orphaned
+  (netem_enqueue), as it is with the NFQUEUE stand-in, whose rule holds
+  packets at the receiving end (loopback_xmit's skb_orphan comes first).
 """
 
 from __future__ import annotations

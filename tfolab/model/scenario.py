@@ -107,8 +107,8 @@ class ScenarioConfig:
     # the namespace's lo MTU (1500 for realistic segments)
     mtu: int = field(default=65536, metadata=limits(128, 65536, "bytes"))
     # net.ipv4.tcp_autocorking is no setting: the model is netem's link, which
-    # orphans a queued skb so autocorking never holds a write, and the runner
-    # turns it off where its NFQUEUE stand-in keeps skbs charged (TCP-NOTES).
+    # orphans a queued skb so autocorking never holds a write; the NFQUEUE
+    # stand-in holds packets at the receiving end, orphaned too (TCP-NOTES).
 
     @property
     def headline_to_last_byte(self) -> bool:

@@ -20,7 +20,9 @@ from tfolab.core import kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
 from tfolab.runner import netns, priority, truesize
 from tfolab.runner.backends import REINSTALL_FIX, install_delay
+from tfolab.runner.backends.base import InstalledDelay
 from tfolab.runner.capture import Capture, CaptureUnavailable
+from tfolab.runner.capture_delayer import DelayerCapture
 from tfolab.runner.protocol import Done, Event, Failed, Job, Setup, frame
 from tfolab.runner.scenario_run import LabNetwork, measure_scenario, prepare_scenario
 from tfolab.runner.turn import LabProcesses, MeasuringTurn
@@ -46,11 +48,11 @@ def main() -> int:
                 netns.set_loopback(True)
                 heads, heads_note = _measure_skb_heads(job)
                 realtime, scheduling = priority.realtime_permitted()
-                delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
+                delay = install_delay(job.backend, job.delay_ms, delayer, record=True)  # type: ignore[arg-type]
                 turn.dismantle_at_end(delay.stop)
                 network = LabNetwork(delay.backend, delay.delay_ms, server)
                 network.delayer_pid = None if delay.delayer is None else delay.delayer.pid
-                capture_off = _open_capture(network, turn)
+                capture_off = _open_capture(network, turn, delay)
                 if capture_off and any(s.config.replay_syn for s in job.scenarios):
                     # Before any scenario measures: the replay resends a captured SYN.
                     raise UserError(
@@ -98,8 +100,17 @@ def _measure_skb_heads(job: Job) -> tuple[dict[int, int], str]:
         return {}, f"receive memory per segment not measured ({err}): the model's default is used"
 
 
-def _open_capture(network: LabNetwork, turn: MeasuringTurn) -> str:
-    """Open the packet capture once, at setup (opening costs ~8 ms); "" or why not."""
+def _open_capture(network: LabNetwork, turn: MeasuringTurn, delay: InstalledDelay) -> str:
+    """Open the packet capture once, at setup (opening costs ~8 ms); "" or why not.
+
+    On the NFQUEUE backend the delayer's own record is the capture (capture_delayer.py):
+    a packet socket would see each packet before its delay."""
+    if delay.delayer is not None and delay.record_fd is not None:
+        assert delay.delayer.stdout is not None
+        recorded = DelayerCapture(delay.delayer.pid, delay.delayer.stdout.fileno(), delay.record_fd)
+        recorded.open()
+        network.capture = recorded
+        return ""
     capture = Capture()
     try:
         capture.open()

@@ -24,7 +24,7 @@ import time
 from tfolab.core import kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
 from tfolab.runner import netns, netstack
-from tfolab.runner.backends import BACKENDS, REINSTALL_FIX, install_delay
+from tfolab.runner.backends import REINSTALL_FIX, install_delay
 from tfolab.runner.bench_run import run_bench, start_servers
 from tfolab.runner.protocol import BenchJob, Done, Event, Failed, Setup, frame
 from tfolab.runner.turn import MeasuringTurn
@@ -37,11 +37,9 @@ def emit(event: Event) -> None:
     sys.stdout.buffer.flush()
 
 
-def configure(backend: str) -> None:
+def configure() -> None:
     netstack.write_sysctl("net.ipv4.tcp_fastopen", FASTOPEN_SYSCTL)
     netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
-    # NFQUEUE needs autocorking off to time like netem (backends/nfqueue.py).
-    netstack.write_sysctl("net.ipv4.tcp_autocorking", int(not BACKENDS[backend].autocorking_off))
 
 
 def main() -> int:
@@ -58,7 +56,7 @@ def main() -> int:
                 netns.set_loopback(True)
                 delay = install_delay(job.backend, job.delay_ms, delayer)  # type: ignore[arg-type]
                 turn.dismantle_at_end(delay.stop)
-                configure(delay.backend)
+                configure()
                 servers = start_servers(job, server)
                 turn.dismantle_at_end(servers.stop)
                 emit(

@@ -29,12 +29,13 @@ Rules:
   arriving (PACKET_HOST, on the receive path just before the receiving TCP
   handles it). The kernel-side filter drops the outgoing copy and keeps the
   arriving one, as libpcap does on lo: a packet then counts only once it has
-  really arrived, and the times are the ones tcpdump would show. Both copies
-  are seen after the delay: the NFQUEUE delayer holds packets at the
-  netfilter OUTPUT hook (before dev_queue_xmit) and netem at lo's qdisc, so
-  the delay is spent either way and `t_ns` is the arrival time, as the JSON
-  contract's `captured[].t_ms` requires (tests/runner/test_capture.py checks
-  that a SYN through NFQUEUE at D is stamped D after connect()).
+  really arrived, and the times are the ones tcpdump would show. With netem
+  both copies are seen after the delay (netem holds packets in lo's qdisc),
+  so `t_ns` is the arrival time, as the JSON contract's `captured[].t_ms`
+  requires. The NFQUEUE delayer holds packets at the receiving end (INPUT),
+  after both copies: there the capture is the delayer's own record
+  (capture_delayer.py; tests/runner/test_capture.py checks that a SYN
+  through NFQUEUE at D is stamped D after connect()).
 - Time: the ring's stamps are CLOCK_REALTIME. They are moved onto
   CLOCK_MONOTONIC, the clock of the native client's timestamps, by the offset
   from the tightest of several back-to-back clock readings taken at start();
@@ -68,6 +69,7 @@ from tfolab.runner.capture_decode import (
     NumberedSegment,
     TcpOptions,
     decode_frame,
+    decoded_or_why,
     number_connections,
     pcap_frames,
     write_pcap,
@@ -256,13 +258,9 @@ class Capture:
                 skipped.append(f"packet type {frame.pkttype}")
                 continue
             t_ns = frame.t_realtime_ns - self._offset_ns
-            try:
-                seg = decode_frame(frame.data, t_ns, frame.t_realtime_ns, frame.wire_len)
-            except ValueError as err:
-                skipped.append(str(err))
-                continue
-            if seg is None:
-                skipped.append("not TCP")
+            seg = decoded_or_why(frame.data, t_ns, frame.t_realtime_ns, frame.wire_len)
+            if isinstance(seg, str):
+                skipped.append(seg)
             else:
                 segments.append(seg)
         return segments, skipped

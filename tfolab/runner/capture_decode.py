@@ -216,6 +216,17 @@ def decode_frame(
     )
 
 
+def decoded_or_why(
+    frame: bytes, t_ns: int, t_realtime_ns: int, wire_len: int
+) -> CapturedSegment | str:
+    """decode_frame, or why the frame is no TCP segment to keep (for a capture's skip list)."""
+    try:
+        seg = decode_frame(frame, t_ns, t_realtime_ns, wire_len)
+    except ValueError as err:
+        return str(err)
+    return "not TCP" if seg is None else seg
+
+
 # ------------------------------------------------------------ numbering
 
 

@@ -6,8 +6,8 @@ Rules:
   pseudo-header sum), and a packet from a raw socket is checked on arrival,
   so it is recomputed as a sender on a real link would have left it. The
   kernel fills in the IP header's checksum (and an IP id of 0) itself.
-- IPPROTO_RAW implies IP_HDRINCL and goes through netfilter's OUTPUT hook and
-  lo's qdisc like any packet, so the lab's delay applies to it once: it
+- IPPROTO_RAW implies IP_HDRINCL and goes through lo's qdisc and netfilter's
+  INPUT hook like any packet, so the lab's delay applies to it once: it
   arrives D after it is sent, as the model's link says.
 - Call it only inside the lab's namespace (the runner), which grants
   CAP_NET_RAW there.

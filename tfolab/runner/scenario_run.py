@@ -25,7 +25,6 @@ from tfolab.core import native
 from tfolab.core.errors import UserError
 from tfolab.model.scenario import CAPTURE_TAIL_MS, REPLAY_GAP_MS, ScenarioConfig
 from tfolab.runner import netns, netstack, replay
-from tfolab.runner.backends import BACKENDS
 from tfolab.runner.capture import (
     Capture,
     CapturedSegment,
@@ -33,6 +32,7 @@ from tfolab.runner.capture import (
     number_connections,
     pcap_frames,
 )
+from tfolab.runner.capture_delayer import DelayerCapture
 from tfolab.runner.cpu_wait import LabThreads
 from tfolab.runner.protocol import (
     Captured,
@@ -57,13 +57,8 @@ class LabNetwork:
     # so a fresh 127.0.0.N is an empty cache where a flush is not permitted.
     destination: str = "127.0.0.1"
     fresh_addresses_used: int = 0
-    capture: Capture | None = None  # None where packet sockets are refused
+    capture: Capture | DelayerCapture | None = None  # None where packet sockets are refused
     delayer_pid: int | None = None  # tfo-delay's, where the backend is NFQUEUE
-
-    @property
-    def autocorking(self) -> bool:
-        # NFQUEUE keeps queued skbs charged to the socket; autocorking off restores netem.
-        return not BACKENDS[self.backend].autocorking_off
 
     def empty_cookie_cache(self) -> str | None:
         """Flush the cookie cache and move to a fresh destination; a note if it could not flush.
@@ -96,7 +91,6 @@ def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     netns.set_segmentation_offload(config.mtu >= LOOPBACK_MTU)
     netstack.write_sysctl("net.ipv4.tcp_fastopen", config.fastopen_sysctl)
     netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
-    netstack.write_sysctl("net.ipv4.tcp_autocorking", int(network.autocorking))
     if netstack.has_sysctl("net.ipv4.tcp_pingpong_thresh"):
         netstack.write_sysctl("net.ipv4.tcp_pingpong_thresh", config.pingpong_thresh)
     elif config.pingpong_thresh != 1:
@@ -266,6 +260,12 @@ def _replay(network: LabNetwork) -> tuple[list[CapturedSegment], CapturedSegment
         raise UserError(
             "the replay scenario found no SYN with data in iteration 1's capture",
             "keep cookie_cache=warm so that iteration 1 sends its request in the SYN",
+        )
+    if len(syn.frame) < syn.wire_len:  # the NFQUEUE record keeps 65531 bytes of a packet
+        raise UserError(
+            f"the replay scenario's SYN was captured cut short ({len(syn.frame)} of "
+            f"{syn.wire_len} bytes), so it cannot be sent again",
+            "use an MTU below 65000 for the replay scenario",
         )
     return list(before.segments), syn, replay.send_again(syn)
 

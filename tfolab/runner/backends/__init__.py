@@ -74,32 +74,35 @@ def likely_backend(choice: BackendChoice, delay_ms: float, delayer: str | None) 
     raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
 
 
-def install_delay(choice: BackendChoice, delay_ms: float, delayer: str | None) -> InstalledDelay:
-    """Install the chosen backend on this namespace's lo (the caller is in the lab namespace)."""
+def install_delay(
+    choice: BackendChoice, delay_ms: float, delayer: str | None, *, record: bool = False
+) -> InstalledDelay:
+    """Install the chosen backend on this namespace's lo (the caller is in the lab namespace);
+    `record`: the NFQUEUE delayer records what it releases (a run's capture)."""
     if choice == "none" or (choice == "auto" and delay_ms == 0):
         return NONE.install(0.0, delayer)
     if choice != "auto":
-        return _install_or_explain(BACKENDS[choice], delay_ms, delayer)
+        return _install_or_explain(BACKENDS[choice], delay_ms, delayer, record)
     reasons = []
     for backend in AUTO_ORDER:
         try:
-            return backend.install(delay_ms, delayer)
+            return backend.install(delay_ms, delayer, record=record)
         except UserError as err:
             reasons.append(err.reason)
     raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
 
 
 def _install_or_explain(
-    backend: DelayBackend, delay_ms: float, delayer: str | None
+    backend: DelayBackend, delay_ms: float, delayer: str | None, record: bool
 ) -> InstalledDelay:
     if backend is NETEM:
         try:
-            return NETEM.install(delay_ms, delayer)
+            return NETEM.install(delay_ms, delayer, record=record)
         except UserError as refused:
             raise UserError(
                 f"--backend netem: {refused.reason}", _fix_for("netem", delayer)
             ) from None
-    return backend.install(delay_ms, delayer)
+    return backend.install(delay_ms, delayer, record=record)
 
 
 def _fix_for(choice: str, delayer: str | None) -> str:

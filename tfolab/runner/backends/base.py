@@ -8,17 +8,17 @@ and answers the same questions:
   work here (None) or why not. The parent asks before anything is started.
 - `probe(delayer)`: a real try, inside a throwaway namespace (doctor's probe):
   a Trial, whose kind (not its wording) says what would fix a failure.
-- `install(delay_ms, delayer)`: put it in place inside the lab's namespace;
-  `InstalledDelay.stop()` removes what needs removing (the rest dies with the
-  namespace).
+- `install(delay_ms, delayer, record=...)`: put it in place inside the lab's
+  namespace, with `record` a backend that delays in a program of its own
+  records what it releases (the NFQUEUE capture); `InstalledDelay.stop()`
+  removes what needs removing (the rest dies with the namespace).
 - `per_packet_error_ms`: how exact it is, for the model's tolerance bands.
-- `autocorking_off`: whether the namespace must turn tcp_autocorking off for
-  the backend to time like netem (docs/TCP-NOTES.md, "Delay emulation").
 - `fix`: what to do where it is missing.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -66,28 +66,36 @@ class InstalledDelay:
     notes: list[str] = field(default_factory=list)
     delayer: subprocess.Popen[str] | None = None
     rule_way: str = ""
+    record_fd: int | None = None  # the memory file the delayer records its packets into
 
     def stop(self) -> str:
+        """Stop the delayer (if any) and close the record; its statistics line, or ""."""
+        if self.record_fd is not None:
+            os.close(self.record_fd)  # the delayer holds its own copy until it exits
+            self.record_fd = None
         if self.delayer is None:
             return ""
-        self.delayer.terminate()
+        if self.delayer.poll() is None:
+            self.delayer.terminate()
         try:
             out, _ = self.delayer.communicate(timeout=3)
         except subprocess.TimeoutExpired:
             self.delayer.kill()
             out, _ = self.delayer.communicate()
         self.delayer = None
-        return out.strip().splitlines()[-1] if out.strip() else ""
+        lines = [line for line in out.splitlines() if not line.startswith("FLUSHED ")]
+        return lines[-1].strip() if lines else ""
 
 
 class DelayBackend(Protocol):
     name: Backend
     per_packet_error_ms: float
-    autocorking_off: bool
     fix: str
 
     def unavailable(self, delayer: str | None) -> str | None: ...
 
     def probe(self, delayer: str | None) -> Trial: ...
 
-    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay: ...
+    def install(
+        self, delay_ms: float, delayer: str | None, *, record: bool = False
+    ) -> InstalledDelay: ...

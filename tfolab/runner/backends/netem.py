@@ -32,7 +32,6 @@ def netem_args(delay_ms: float, *, device: str = "lo") -> list[str]:
 class Netem:
     name: Backend = "netem"
     per_packet_error_ms = 0.3
-    autocorking_off = False
     fix = "load sch_netem (modprobe sch_netem), or use a kernel that has it"
 
     def unavailable(self, delayer: str | None) -> str | None:
@@ -56,7 +55,9 @@ class Netem:
         _remove_qdisc()
         return Trial("works", "tc qdisc netem works, and lo can be steered to one CPU")
 
-    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+    def install(
+        self, delay_ms: float, delayer: str | None, *, record: bool = False
+    ) -> InstalledDelay:
         """The qdisc, then lo steered to one CPU; a refusal (UserError, its reason in the
         words a probe reports) leaves neither."""
         if shutil.which("tc") is None:

@@ -1,19 +1,25 @@
 """nfqueue: the bundled delayer (tfo-delay) holds every TCP packet on lo for D.
 
 A netfilter rule (nfrule.py: installed over netlink, no binary needed) sends
-each TCP packet leaving on lo to queue 7; tfo-delay accepts it D later, with
+each TCP packet arriving on lo to queue 7; tfo-delay accepts it D later, with
 queue-bypass so traffic flows if it dies.
 
-Rule: an NFQUEUE-held skb stays charged to its socket where netem orphans it;
-with TCP_NODELAY autocorking would then hold the second write until the first
-leaves the queue (3D, not 2D). So this backend needs tcp_autocorking off in
-the namespace, which restores netem's timing (docs/TCP-NOTES.md, "Delay
-emulation"). Its error per packet: benchmarks/delay_accuracy.py measures p99
-0.17 ms on a quiet host, about 0.3 ms on a busy one.
+Rules:
+- The rule is at the receiving end (INPUT), where the sender's socket is no
+  longer charged for the packet, as with netem: TCP Small Queues and
+  autocorking see no delay on either (docs/TCP-NOTES.md, "Delay emulation").
+- A packet socket sees each packet before its delay, so the capture is the
+  delayer's own record of what it released and when (capture_delayer.py):
+  tfo-delay writes it into a memory file made here (memfd: nothing on disk,
+  gone with the last process holding it).
+- Its error per packet: benchmarks/delay_accuracy.py measures the verdict's
+  lateness at p99 0.15 ms on a quiet host (0.2 ms with the receiver's
+  wake-up), about 0.3 ms on a busy one.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 from tfolab.core.errors import UserError
@@ -27,15 +33,17 @@ from tfolab.runner.backends.base import (
 from tfolab.runner.backends.nfrule import QUEUE_NUMBER, RuleRefused, install_rule, kernel_may_queue
 
 
-def delayer_args(executable: str, delay_ms: float, queue: int = QUEUE_NUMBER) -> list[str]:
+def delayer_args(
+    executable: str, delay_ms: float, queue: int = QUEUE_NUMBER, record_fd: int | None = None
+) -> list[str]:
+    record = [] if record_fd is None else ["--record-fd", str(record_fd)]
     return [executable, "--queue", str(queue), "--delay-ms", f"{delay_ms:.6f}",
-            "--die-with-parent", "--stats-json"]  # fmt: skip
+            "--die-with-parent", "--stats-json", *record]  # fmt: skip
 
 
 class Nfqueue:
     name: Backend = "nfqueue"
     per_packet_error_ms = 0.4
-    autocorking_off = True
     fix = "a kernel with NFQUEUE (CONFIG_NETFILTER_NETLINK_QUEUE) and nf_tables or ip_tables"
 
     def unavailable(self, delayer: str | None) -> str | None:
@@ -51,36 +59,55 @@ class Nfqueue:
         except UserError as err:
             return Trial("unsupported", err.reason)
         installed.stop()
-        way = f"rule through {installed.rule_way}, tfo-delay bound to queue {QUEUE_NUMBER}"
+        way = (
+            f"rule through {installed.rule_way} at the receiving end (INPUT), "
+            f"tfo-delay bound to queue {QUEUE_NUMBER}"
+        )
         return Trial("works", way)
 
-    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+    def install(
+        self, delay_ms: float, delayer: str | None, *, record: bool = False
+    ) -> InstalledDelay:
+        """The delayer, then the rule; `record`: it records what it releases into a
+        memory file made here (the run's capture). A failure leaves nothing running."""
         if delayer is None:
             raise UserError("the bundled NFQUEUE delayer tfo-delay is not built", REINSTALL_FIX)
-        process = subprocess.Popen(
-            delayer_args(delayer, delay_ms),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # an autogroup at nice 0, not a waiting UI's (core/autogroup)
-        )
-        assert process.stdout is not None
-        if process.stdout.readline().strip() != "READY":
-            process.kill()
-            _, err = process.communicate(timeout=5)
-            raise UserError(
-                f"the NFQUEUE delayer did not start: {err.strip() or 'no output'}",
-                "run `tfolab doctor` to see what this machine supports",
-            )
-        installed = InstalledDelay("nfqueue", delay_ms, delayer=process)
+        record_fd = os.memfd_create("tfolab-delayed-packets", os.MFD_CLOEXEC) if record else None
+        installed = InstalledDelay("nfqueue", delay_ms, record_fd=record_fd)
         try:
+            installed.delayer = subprocess.Popen(
+                delayer_args(delayer, delay_ms, record_fd=record_fd),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                pass_fds=() if record_fd is None else (record_fd,),
+                start_new_session=True,  # an autogroup at nice 0, not a waiting UI's
+            )
+            assert installed.delayer.stdout is not None
+            if installed.delayer.stdout.readline().strip() != "READY":
+                installed.delayer.kill()
+                _, err = installed.delayer.communicate(timeout=5)
+                installed.delayer = None  # waited for: nothing left for stop()
+                raise UserError(
+                    f"the NFQUEUE delayer did not start: {err.strip() or 'no output'}",
+                    "run `tfolab doctor` to see what this machine supports",
+                )
             rule = install_rule(QUEUE_NUMBER)
         except RuleRefused as refused:
             installed.stop()
             raise UserError(f"the NFQUEUE rule was refused ({refused})", NO_BACKEND_FIX) from None
+        except BaseException:
+            installed.stop()
+            raise
         installed.rule_way = rule.way
-        installed.notes.append(f"NFQUEUE rule installed through {rule.way}")
-        installed.notes.append("tcp_autocorking off in the namespace, so NFQUEUE matches netem")
+        installed.notes.append(
+            f"NFQUEUE rule installed through {rule.way}, at the receiving end (INPUT)"
+        )
+        if record:
+            installed.notes.append(
+                "packets captured by the delayer as it releases them (tcpdump on lo "
+                "would show them before their delay)"
+            )
         return installed
 
 

@@ -1,4 +1,4 @@
-"""The NFQUEUE rule, installed by tfolab itself: `-o lo -p tcp -j NFQUEUE --queue-bypass`.
+"""The NFQUEUE rule, installed by tfolab itself: INPUT `-i lo -p tcp -j NFQUEUE --queue-bypass`.
 
 The bundled delayer (tfo-delay) holds each packet that a netfilter rule sends
 to its queue. This module puts that rule in place inside the lab's namespace
@@ -6,6 +6,12 @@ without any `iptables` or `nft` binary, by speaking to the kernel directly.
 
 Rules:
 - Call it only inside the lab's namespace: the rule lives and dies with it.
+- The rule sits at the receiving end (the INPUT hook, packets arriving on lo),
+  never in OUTPUT: loopback_xmit has orphaned the skb by then, so the sender's
+  socket is no longer charged for a packet on its way, as on a real path and as
+  with netem (which orphans at its enqueue). A packet held in OUTPUT stays
+  charged, and TCP Small Queues holds the sender's next skb for it
+  (docs/TCP-NOTES.md, "Delay emulation").
 - The ways are tried in this order, the first the kernel accepts wins:
   1. nf_tables over netlink with the native `queue` expression (CONFIG_NFT_QUEUE);
   2. nf_tables with the xtables-compatible NFQUEUE target (what iptables-nft
@@ -34,7 +40,7 @@ from tfolab.core import kernel
 QUEUE_NUMBER = 7
 LOOPBACK_IFINDEX = 1  # lo is ifindex 1 in every network namespace
 TABLE = b"tfolab"
-CHAIN = b"output"
+CHAIN = b"input"
 
 # linux/netlink.h, linux/netfilter/nfnetlink.h, linux/netfilter/nf_tables.h
 NETLINK_NETFILTER = 12
@@ -45,7 +51,7 @@ NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END = 0x10, 0x11
 NFNL_SUBSYS_NFTABLES = 10
 NFT_MSG_NEWTABLE, NFT_MSG_NEWCHAIN, NFT_MSG_NEWRULE = 0, 3, 6
 NFPROTO_IPV4 = 2
-NF_INET_LOCAL_OUT = 3
+NF_INET_LOCAL_IN = 1
 NF_ACCEPT = 1
 NFTA_TABLE_NAME = 1
 NFTA_CHAIN_TABLE, NFTA_CHAIN_NAME, NFTA_CHAIN_HOOK, NFTA_CHAIN_POLICY, NFTA_CHAIN_TYPE = (
@@ -56,7 +62,7 @@ NFTA_RULE_TABLE, NFTA_RULE_CHAIN, NFTA_RULE_EXPRESSIONS = 1, 2, 4
 NFTA_LIST_ELEM = 1
 NFTA_EXPR_NAME, NFTA_EXPR_DATA = 1, 2
 NFTA_META_DREG, NFTA_META_KEY = 1, 2
-NFT_META_OIF, NFT_META_L4PROTO = 5, 16
+NFT_META_IIF, NFT_META_L4PROTO = 4, 16
 NFTA_CMP_SREG, NFTA_CMP_OP, NFTA_CMP_DATA = 1, 2, 3
 NFTA_DATA_VALUE = 1
 NFT_CMP_EQ = 0
@@ -148,10 +154,10 @@ def compat_target_expression(queue: int) -> bytes:
 
 
 def nft_batch(verdict: bytes, protocol: int = socket.IPPROTO_TCP, seq: int = 1) -> bytes:
-    """Table, output chain and rule `oif lo, l4proto PROTOCOL, <verdict>` in one transaction."""
+    """Table, input chain and rule `iif lo, l4proto PROTOCOL, <verdict>` in one transaction."""
     kind = NFNL_SUBSYS_NFTABLES << 8
     create = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE
-    match = [*_meta_cmp(NFT_META_OIF, struct.pack("=I", LOOPBACK_IFINDEX))]
+    match = [*_meta_cmp(NFT_META_IIF, struct.pack("=I", LOOPBACK_IFINDEX))]
     match += _meta_cmp(NFT_META_L4PROTO, bytes([protocol]))
     parts = [
         message(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, seq, 0, b"", NFNL_SUBSYS_NFTABLES),
@@ -160,7 +166,7 @@ def nft_batch(verdict: bytes, protocol: int = socket.IPPROTO_TCP, seq: int = 1) 
         message(kind | NFT_MSG_NEWCHAIN, create, seq + 2, NFPROTO_IPV4, b"".join([
             attr(NFTA_CHAIN_TABLE, cstr(TABLE)),
             attr(NFTA_CHAIN_NAME, cstr(CHAIN)),
-            nested(NFTA_CHAIN_HOOK, attr(NFTA_HOOK_HOOKNUM, be32(NF_INET_LOCAL_OUT)),
+            nested(NFTA_CHAIN_HOOK, attr(NFTA_HOOK_HOOKNUM, be32(NF_INET_LOCAL_IN)),
                    attr(NFTA_HOOK_PRIORITY, be32(0))),
             attr(NFTA_CHAIN_POLICY, be32(NF_ACCEPT)),
             attr(NFTA_CHAIN_TYPE, cstr(b"filter")),
@@ -230,12 +236,12 @@ def _xt_target(name: bytes, revision: int, data: bytes) -> bytes:
 
 
 def legacy_rule_entry(queue: int, protocol: int = socket.IPPROTO_TCP) -> bytes:
-    """`-o lo -p PROTOCOL -j NFQUEUE --queue-num Q --queue-bypass` as one struct ipt_entry."""
+    """`-i lo -p PROTOCOL -j NFQUEUE --queue-num Q --queue-bypass` as one struct ipt_entry."""
     target = _xt_target(b"NFQUEUE", 3, struct.pack("=HHH", queue, 1, NFQ_FLAG_BYPASS))
-    outiface = b"lo".ljust(16, b"\0")
+    iniface = b"lo".ljust(16, b"\0")
     mask = b"\xff\xff\xff"  # "lo" plus its NUL, as iptables masks an exact name
     head = IPT_ENTRY_HEAD.pack(
-        b"", b"", b"", b"", b"", outiface, b"", mask.ljust(16, b"\0"),
+        b"", b"", b"", b"", iniface, b"", mask.ljust(16, b"\0"), b"",
         protocol, 0, 0, 0, IPT_ENTRY_SIZE, IPT_ENTRY_SIZE + len(target), 0, b"",
     )  # fmt: skip
     return head + target
@@ -244,15 +250,15 @@ def legacy_rule_entry(queue: int, protocol: int = socket.IPPROTO_TCP) -> bytes:
 def legacy_replace(
     info: bytes, entries: bytes, queue: int, protocol: int = socket.IPPROTO_TCP
 ) -> tuple[bytes, int]:
-    """A new filter table: the old one with the rule first in OUTPUT (and the old entry count)."""
+    """A new filter table: the old one with the rule first in INPUT (and the old entry count)."""
     _name, valid, *rest = GETINFO.unpack(info)
     hook_entry, underflow = list(rest[:5]), list(rest[5:10])
     num_entries, size = rest[10], rest[11]
     rule = legacy_rule_entry(queue, protocol)
-    at = hook_entry[NF_INET_LOCAL_OUT]
+    at = hook_entry[NF_INET_LOCAL_IN]
     new_entries = entries[:at] + rule + entries[at:size]
     for hook in range(NF_IP_NUMHOOKS):
-        if valid & (1 << hook) and hook != NF_INET_LOCAL_OUT and hook_entry[hook] >= at:
+        if valid & (1 << hook) and hook != NF_INET_LOCAL_IN and hook_entry[hook] >= at:
             hook_entry[hook] += len(rule)
         if valid & (1 << hook) and underflow[hook] >= at:
             underflow[hook] += len(rule)
@@ -311,8 +317,8 @@ def iptables_binary() -> str | None:
 
 
 def iptables_args(iptables: str, queue: int, protocol: str = "tcp") -> list[str]:
-    """Send every PROTOCOL packet leaving on lo to the queue (bypassed if no one listens)."""
-    return [iptables, "-w", "-A", "OUTPUT", "-o", "lo", "-p", protocol,
+    """Send every PROTOCOL packet arriving on lo to the queue (bypassed if no one listens)."""
+    return [iptables, "-w", "-A", "INPUT", "-i", "lo", "-p", protocol,
             "-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"]  # fmt: skip
 
 

@@ -8,7 +8,6 @@ from tfolab.runner.backends.base import Backend, InstalledDelay, Trial
 class NoDelay:
     name: Backend = "none"
     per_packet_error_ms = 0.1  # only the stack's own processing
-    autocorking_off = False
     fix = ""
 
     def unavailable(self, delayer: str | None) -> str | None:
@@ -17,7 +16,9 @@ class NoDelay:
     def probe(self, delayer: str | None) -> Trial:
         return Trial("works", "plain loopback")
 
-    def install(self, delay_ms: float, delayer: str | None) -> InstalledDelay:
+    def install(
+        self, delay_ms: float, delayer: str | None, *, record: bool = False
+    ) -> InstalledDelay:
         return InstalledDelay("none", 0.0, ["NO DELAY EMULATION: plain loopback"])
 
 

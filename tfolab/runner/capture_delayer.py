@@ -1,0 +1,157 @@
+"""The kernel's ladder on the NFQUEUE backend: the packets tfo-delay released, as it
+stamped them.
+
+The queue's rule is at the receiving end (INPUT, nfrule.py), so a packet socket
+on lo sees every packet before its delay; only the delayer knows when each one
+reached the receiving TCP: when it gave the verdict. It records every packet it
+releases (`--record-fd`, native/delay/record.c) into an anonymous memory file
+this process created and handed over, as pcap records stamped on
+CLOCK_MONOTONIC (the clock of the native client's timestamps); SIGUSR1 asks it
+to write what it holds, and it answers "FLUSHED N L" on stdout (N recorded
+since it began, L released but not recorded for want of memory).
+
+Rules:
+- Same interface as capture.Capture (open, start, stop -> CaptureResult,
+  close), so a scenario does not know which one it has.
+- stop() keeps what the delayer released from start() on, by its stamp, and
+  then empties the file back to its header: the delayer writes only when
+  asked, so nothing is written meanwhile, and a run's memory does not grow
+  with its scenarios. A record the delayer could not keep is counted as a
+  drop (CaptureResult.drops), never silently missing.
+- Frames are given an Ethernet header with zero MACs, as lo's frames have,
+  so decoding and the pcap a student gets are the same as with netem.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import struct
+import time
+
+from tfolab.runner.capture import CaptureResult, realtime_offset_ns
+from tfolab.runner.capture_decode import (
+    ETH_HEADER,
+    ETHERTYPE_IPV4,
+    ETHERTYPE_IPV6,
+    CapturedSegment,
+    decoded_or_why,
+)
+from tfolab.runner.capture_ring import CaptureFailed
+
+PCAP_HEADER = struct.Struct("=IHHiIII")
+PCAP_MAGIC_NS = 0xA1B23C4D
+LINKTYPE_RAW = 101
+RECORD = struct.Struct("=IIII")  # seconds, nanoseconds, captured length, wire length
+FLUSH_TIMEOUT_S = 5.0
+
+
+class DelayerCapture:
+    """Record every TCP segment tfo-delay releases from start() to stop()."""
+
+    def __init__(self, delayer_pid: int, delayer_stdout: int, record_fd: int) -> None:
+        self._pid = delayer_pid
+        self._stdout = delayer_stdout  # the delayer's stdout, where it answers FLUSHED
+        self._fd = record_fd  # the memory file it records into (ours, shared)
+        self._start_ns = 0
+        self._offset_ns = 0
+        self._running = False
+        self._lost = 0  # records the delayer could not keep, as of the last stop()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def open(self) -> None:
+        """Check the file's pcap header: the delayer is recording."""
+        header = os.pread(self._fd, PCAP_HEADER.size, 0)
+        if len(header) < PCAP_HEADER.size:
+            raise CaptureFailed("the delayer wrote no pcap header to its record")
+        magic, _major, _minor, _zone, _sigfigs, _snaplen, linktype = PCAP_HEADER.unpack(header)
+        if magic != PCAP_MAGIC_NS or linktype != LINKTYPE_RAW:
+            raise CaptureFailed(
+                f"the delayer's record is not a raw IP pcap ({magic:#x}, link type {linktype})"
+            )
+
+    def start(self) -> None:
+        if self._running:
+            raise RuntimeError("this capture is already running")
+        self.open()
+        self._offset_ns = realtime_offset_ns()
+        self._start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        self._running = True
+
+    def stop(self) -> CaptureResult:
+        """Ask the delayer for its records and return what it released since start()."""
+        if not self._running:
+            raise RuntimeError("this capture is not running")
+        self._running = False
+        lost = self._flush()
+        step = realtime_offset_ns() - self._offset_ns
+        end = os.fstat(self._fd).st_size
+        data = os.pread(self._fd, end - PCAP_HEADER.size, PCAP_HEADER.size)
+        segments, skipped, frames, consumed = self._decode(data)
+        if consumed != len(data):
+            raise CaptureFailed(f"the delayer's record ends in a cut record ({len(data)} bytes)")
+        os.ftruncate(self._fd, PCAP_HEADER.size)  # the offset is shared with the delayer
+        os.lseek(self._fd, PCAP_HEADER.size, os.SEEK_SET)
+        drops, self._lost = lost - self._lost, lost
+        return CaptureResult(
+            segments=tuple(segments),
+            frames=frames,
+            kernel_packets=frames + drops,
+            drops=drops,
+            skipped=tuple(skipped),
+            clock_offset_ns=self._offset_ns,
+            clock_step_ns=step,
+        )
+
+    def close(self) -> None:
+        self._running = False
+
+    def _flush(self) -> int:
+        """SIGUSR1, then wait for "FLUSHED N L"; L, the records lost since the delayer began."""
+        try:
+            os.kill(self._pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            raise CaptureFailed("the delayer has exited: its packets cannot be read") from None
+        line = b""
+        deadline = time.monotonic() + FLUSH_TIMEOUT_S
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._stdout], [], [], left)[0]:
+                raise CaptureFailed("the delayer did not answer a request for its packets")
+            chunk = os.read(self._stdout, 64)
+            if not chunk:
+                raise CaptureFailed("the delayer exited before writing its packets")
+            line += chunk
+        words = line.split()
+        if len(words) != 3 or words[0] != b"FLUSHED" or not all(w.isdigit() for w in words[1:]):
+            raise CaptureFailed(f"the delayer answered {line!r}, not FLUSHED N L")
+        return int(words[2])
+
+    def _decode(self, data: bytes) -> tuple[list[CapturedSegment], list[str], int, int]:
+        """Segments released at or after start(), reasons for what was skipped, the
+        records read and the bytes consumed (whole records only)."""
+        segments: list[CapturedSegment] = []
+        skipped: list[str] = []
+        at = frames = 0
+        while at + RECORD.size <= len(data):
+            seconds, nanoseconds, cap_len, wire_len = RECORD.unpack_from(data, at)
+            if at + RECORD.size + cap_len > len(data):
+                break
+            packet = data[at + RECORD.size : at + RECORD.size + cap_len]
+            at += RECORD.size + cap_len
+            frames += 1
+            t_ns = seconds * 1_000_000_000 + nanoseconds
+            if t_ns < self._start_ns:
+                continue
+            ethertype = ETHERTYPE_IPV6 if packet[:1] and packet[0] >> 4 == 6 else ETHERTYPE_IPV4
+            frame = bytes(12) + struct.pack("!H", ethertype) + packet  # lo's zero MACs
+            seg = decoded_or_why(frame, t_ns, t_ns + self._offset_ns, ETH_HEADER + wire_len)
+            if isinstance(seg, str):
+                skipped.append(seg)
+            else:
+                segments.append(seg)
+        return segments, skipped, frames, at
