@@ -55,11 +55,18 @@ bool fifo_grow(struct fifo *f)
     return true;
 }
 
+/* Insert in due order (from the tail: a packet out of order is rarely far back),
+ * after every packet due at the same time or earlier. */
 static bool fifo_push(struct fifo *f, const struct held *item)
 {
     if (f->count == f->cap && !fifo_grow(f))
         return false;
-    f->items[(f->head + f->count) % f->cap] = *item;
+    uint32_t at = f->count;
+    while (at > 0 && f->items[(f->head + at - 1) % f->cap].due_ns > item->due_ns) {
+        f->items[(f->head + at) % f->cap] = f->items[(f->head + at - 1) % f->cap];
+        at--;
+    }
+    f->items[(f->head + at) % f->cap] = *item;
     f->count++;
     return true;
 }
@@ -95,7 +102,8 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
         recorder_add(h->rec, now_ns(), q->packet, q->cap_len, q->wire_len);
         return;
     }
-    struct held item = { .id = q->id, .due_ns = stamp + h->delay_ns };
+    int64_t sent = q->sent_ns > 0 && q->sent_ns <= stamp ? q->sent_ns : stamp;
+    struct held item = { .id = q->id, .due_ns = sent + h->delay_ns };
     if (h->rec->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
         item.packet = malloc(q->cap_len);
         if (item.packet == NULL) {
@@ -136,9 +144,22 @@ int release_due(struct handler *h)
         const struct held *item = &f->items[(f->head + n) % f->cap];
         if (item->due_ns > t)
             break;
-        last = item->id;
+        if (n == 0 || (int32_t)(item->id - last) > 0)
+            last = item->id;
     }
-    int err = send_verdict(h->nl, last, n > 1);
+    /* One batch verdict accepts every queued id up to `last` (serial order): only
+     * when no packet still held has an id that far (queued earlier, due later). */
+    bool batch = n > 1;
+    for (uint32_t i = n; batch && i < f->count; i++)
+        if ((int32_t)(f->items[(f->head + i) % f->cap].id - last) <= 0)
+            batch = false;
+    int err = 0;
+    if (batch || n == 1) {
+        err = send_verdict(h->nl, last, batch);
+    } else {
+        for (uint32_t i = 0; i < n && err == 0; i++)
+            err = send_verdict(h->nl, f->items[(f->head + i) % f->cap].id, false);
+    }
     for (uint32_t i = 0; i < n; i++) {
         front = fifo_front(f);
         stats_late(h->st, t - front->due_ns);

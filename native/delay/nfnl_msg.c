@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -122,6 +123,15 @@ static void on_packet(struct handler *h, const struct nlmsghdr *nlh, int64_t sta
         case NFQA_PAYLOAD:
             q.packet = (const unsigned char *)data;
             q.cap_len = (uint32_t)data_len;
+            break;
+        case NFQA_TIMESTAMP:
+            if (data_len >= sizeof(struct nfqnl_msg_packet_timestamp)) {
+                struct nfqnl_msg_packet_timestamp ts;
+                memcpy(&ts, data, sizeof ts);
+                int64_t real_ns = (int64_t)be64toh(ts.sec) * 1000000000LL +
+                                  (int64_t)be64toh(ts.usec) * 1000LL;
+                q.sent_ns = real_ns - h->realtime_minus_monotonic_ns;
+            }
             break;
         case NFQA_CAP_LEN:
             if (data_len >= sizeof cap_len_attr) {

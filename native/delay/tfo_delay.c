@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +56,25 @@ _Noreturn void fail_setup(const char *what, int err, const char *fix)
 {
     fprintf(stderr, PROG ": %s: %s; %s\n", what, strerror(err), fix);
     exit(EXIT_USAGE);
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, from the tightest of several bracketed readings. */
+static int64_t realtime_minus_monotonic(void)
+{
+    int64_t best_gap = -1, best = 0;
+    for (int i = 0; i < 9; i++) {
+        struct timespec real;
+        int64_t before = now_ns();
+        if (clock_gettime(CLOCK_REALTIME, &real) != 0)
+            fail_setup("clock_gettime(CLOCK_REALTIME)", errno, "report this as a bug");
+        int64_t after = now_ns();
+        int64_t real_ns = (int64_t)real.tv_sec * 1000000000LL + real.tv_nsec;
+        if (best_gap < 0 || after - before < best_gap) {
+            best_gap = after - before;
+            best = real_ns - (before + after) / 2;
+        }
+    }
+    return best;
 }
 
 /* SIGUSR1 with --record-fd: write the records so far, then say so on stdout
@@ -136,7 +156,15 @@ int main(int argc, char **argv)
         recorder_open(&rec, opt.record_fd);
     struct nl nl = { .fd = open_netlink(), .queue = opt.queue };
     struct handler h = { .nl = &nl, .fifo = &fifo, .st = &st, .rec = &rec,
-                         .delay_ns = opt.delay_ns };
+                         .delay_ns = opt.delay_ns,
+                         .realtime_minus_monotonic_ns = realtime_minus_monotonic() };
+    /* A socket that asks for receive timestamps turns on the kernel's stamping
+     * at netif_rx (net_enable_timestamp), which the queue's messages then carry
+     * (NFQA_TIMESTAMP): each packet's send time on lo.  Kept open to the end. */
+    int stamps = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (stamps < 0 || setsockopt(stamps, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) != 0)
+        fail_setup("a socket with SO_TIMESTAMPNS", errno, "report this as a bug");
 
     int err = send_cmd(&h, NFQNL_CFG_CMD_BIND, &rb);
     if (err == EPERM) {
@@ -279,7 +307,7 @@ int main(int argc, char **argv)
     print_stats(&opt, &st, have_kc, kq, ku, sched);
 
     free(fifo.items);
-    if (close(nl.fd) != 0 || close(tfd) != 0 || close(sfd) != 0) {
+    if (close(nl.fd) != 0 || close(tfd) != 0 || close(sfd) != 0 || close(stamps) != 0) {
         fprintf(stderr, PROG ": close: %s\n", strerror(errno));
         exit_code = EXIT_RUNTIME;
     }

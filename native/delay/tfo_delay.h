@@ -174,6 +174,7 @@ struct handler {
     struct recorder *rec; /* rec->fd < 0: not recording */
     int64_t delay_ns;
     bool stopping; /* the shutdown batch went out: what is read now is accepted by it */
+    int64_t realtime_minus_monotonic_ns; /* to read a packet's send stamp (NFQA_TIMESTAMP) */
 };
 
 /* Append one nfnetlink_queue message header to buf (at offset *off). */
@@ -220,9 +221,13 @@ struct queued {
     const unsigned char *packet; /* NULL without a payload attribute */
     uint32_t cap_len;
     uint32_t wire_len;           /* NFQA_CAP_LEN when the copy was cut, else cap_len */
+    int64_t sent_ns;             /* its netif_rx stamp on CLOCK_MONOTONIC, or 0 */
 };
 
-/* A packet message read at stamp: hold it until stamp + D. */
+/* A packet message read at stamp: hold it until D after it was sent (its
+ * netif_rx stamp, where the kernel gave one and it is not later than stamp),
+ * else until stamp + D.  The FIFO stays in due order, so a packet that reached
+ * the queue after one sent later (lo's per-CPU backlogs) leaves before it. */
 void hold_packet(struct handler *h, const struct queued *q, int64_t stamp);
 
 /* Accept every held packet whose due time has come.  0, or -1 with errno set. */
