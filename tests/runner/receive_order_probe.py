@@ -1,8 +1,10 @@
 """Which CPU receives lo's packets in a fresh lab namespace (for tests/runner/test_receive_order.py
 and tests/netem/test_netem_receive_order.py).
 
-argv: "plain" (lo as the kernel makes it), "steer" (receive_order.steer_lo_to_one_cpu), or
-"netem" (the netem backend installed as a run installs it, at 1 ms). For each CPU this
+argv: "plain" (lo as the kernel makes it), "steer" (receive_order.steer_lo_to_one_cpu),
+"netem" or "nfqueue" (that backend installed as a run installs it, at 1 ms). Behind NFQUEUE
+the receiving CPU is the delayer's, whose verdict runs the receiver: there only the map
+says which backlog the packets queue in. For each CPU this
 process may use, a thread pinned there connects to a listener and sends; the accepted
 socket's SO_INCOMING_CPU says which CPU received the data. Prints one JSON object:
 {"receiving": {sender cpu: receiving cpu}, "map": lo's rps_cpus or the refusal}.
@@ -16,6 +18,7 @@ import socket
 import sys
 import threading
 
+from tfolab.core import native
 from tfolab.runner import netns, receive_order
 from tfolab.runner.backends import install_delay
 
@@ -44,8 +47,8 @@ def main(how: str) -> None:
     netns.set_loopback(True)
     if how == "steer":
         receive_order.steer_lo_to_one_cpu(receive_order.receiving_cpu())
-    elif how == "netem":
-        install_delay("netem", 1.0, None)
+    elif how in ("netem", "nfqueue"):
+        installed = install_delay(how, 1.0, native.optional_executable("tfo-delay"))
     try:
         steering = receive_order.steered_cpus()
     except OSError as refused:
@@ -53,6 +56,8 @@ def main(how: str) -> None:
     with socket.create_server(("127.0.0.1", 0)) as listener:
         cpus = sorted(os.sched_getaffinity(0))
         receiving = {cpu: received_on(listener, cpu) for cpu in cpus}
+    if how in ("netem", "nfqueue"):
+        installed.stop()
     print(json.dumps({"receiving": receiving, "map": steering}))
 
 

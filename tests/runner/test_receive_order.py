@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import LabMachine
 from tests.environment import require_or_skip
 from tfolab.runner.receive_order import cpu_mask
 
@@ -97,3 +98,12 @@ def test_only_the_machines_root_may_steer(two_cpus_as_root: None) -> None:
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert (here.stdout.strip(), inside.stdout.strip()) == ("True", "False")
+
+
+def test_the_nfqueue_backend_steers_lo(two_cpus_as_root: None, lab_machine: LabMachine) -> None:
+    """At INPUT the delayer comes after lo's backlogs: a root lab steers lo to one CPU."""
+    if not lab_machine.nfqueue:
+        require_or_skip("NFQUEUE", lab_machine.why_no_delay)
+    result = probe("nfqueue")
+    assert isinstance(result["map"], str)
+    assert int(result["map"].replace(",", ""), 16) == 1 << min(os.sched_getaffinity(0))

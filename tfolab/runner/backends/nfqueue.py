@@ -8,6 +8,12 @@ Rules:
 - The rule is at the receiving end (INPUT), where the sender's socket is no
   longer charged for the packet, as with netem: TCP Small Queues and
   autocorking see no delay on either (docs/TCP-NOTES.md, "Delay emulation").
+- lo's receive path runs on the CPU that sends, so two packets of one socket
+  could reach the INPUT hook in the other order. Where permitted (root), lo is
+  steered to receive on one CPU (receive_order.py): one FIFO. In a user
+  namespace it cannot be; there the delayer's release by send time (the
+  netif_rx stamp) keeps the order unless a packet waits in a backlog longer
+  than D plus the gap to the next (docs/TCP-NOTES.md, "lo's per-CPU backlogs").
 - A packet socket sees each packet before its delay, so the capture is the
   delayer's own record of what it released and when (capture_delayer.py):
   tfo-delay writes it into a memory file made here (memfd: nothing on disk,
@@ -23,6 +29,7 @@ import os
 import subprocess
 
 from tfolab.core.errors import UserError
+from tfolab.runner import receive_order
 from tfolab.runner.backends.base import (
     NO_BACKEND_FIX,
     REINSTALL_FIX,
@@ -72,6 +79,7 @@ class Nfqueue:
         memory file made here (the run's capture). A failure leaves nothing running."""
         if delayer is None:
             raise UserError("the bundled NFQUEUE delayer tfo-delay is not built", REINSTALL_FIX)
+        steering = _steer_lo()
         record_fd = os.memfd_create("tfolab-delayed-packets", os.MFD_CLOEXEC) if record else None
         installed = InstalledDelay("nfqueue", delay_ms, record_fd=record_fd)
         try:
@@ -103,12 +111,26 @@ class Nfqueue:
         installed.notes.append(
             f"NFQUEUE rule installed through {rule.way}, at the receiving end (INPUT)"
         )
+        installed.notes.append(steering)
         if record:
             installed.notes.append(
                 "packets captured by the delayer as it releases them (tcpdump on lo "
                 "would show them before their delay)"
             )
         return installed
+
+
+def _steer_lo() -> str:
+    """Steer lo to receive on one CPU where permitted; what was done, for the notes."""
+    cpu = receive_order.receiving_cpu()
+    try:
+        receive_order.steer_lo_to_one_cpu(cpu)
+    except OSError as refused:
+        return (
+            f"lo is not steered to one CPU ({refused.strerror}): the delayer releases by "
+            "send time instead"
+        )
+    return f"lo receives every packet on CPU {cpu}, in the order they were sent"
 
 
 NFQUEUE = Nfqueue()
