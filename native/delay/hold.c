@@ -102,7 +102,14 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
         recorder_add(h->rec, now_ns(), q->packet, q->cap_len, q->wire_len);
         return;
     }
-    int64_t sent = q->sent_ns > 0 && q->sent_ns <= stamp ? q->sent_ns : stamp;
+    /* The send stamp is trusted only where it is plausible: not after the read, and
+     * at most MAX_SEND_LAG_NS before it.  It comes from CLOCK_REALTIME through an
+     * offset taken at start, so a step of the wall clock since then (NTP, an
+     * administrator) would otherwise release a packet early. */
+    bool plausible = q->sent_ns > 0 && q->sent_ns <= stamp && stamp - q->sent_ns <= MAX_SEND_LAG_NS;
+    int64_t sent = plausible ? q->sent_ns : stamp;
+    if (q->sent_ns > 0 && !plausible)
+        h->st->implausible_stamps++;
     struct held item = { .id = q->id, .due_ns = sent + h->delay_ns };
     if (h->rec->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
         item.packet = malloc(q->cap_len);

@@ -100,10 +100,11 @@ void print_stats(const struct options *o, const struct stats *s, bool have_kc,
                ", \"verdict_errors\": %" PRIu64 ", \"overflow_accepts\": %" PRIu64
                ", \"kernel_queue_dropped\": %s, \"kernel_user_dropped\": %s"
                ", \"late_median_us\": %.0f, \"late_p99_us\": %.0f, \"late_max_us\": %.1f"
-               ", \"sched\": \"%s\", \"recorded\": %" PRIu64 "}\n",
+               ", \"sched\": \"%s\", \"recorded\": %" PRIu64
+               ", \"implausible_stamps\": %" PRIu64 "}\n",
                o->queue, dms, s->packets, s->max_depth, s->enobufs, s->lost,
                s->released_at_exit, s->verdict_errors, s->overflow_accepts, kqs, kus,
-               med, p99, mx, sched, s->recorded);
+               med, p99, mx, sched, s->recorded, s->implausible_stamps);
         if (fflush(stdout) != 0)
             fprintf(stderr, PROG ": cannot write statistics to stdout: %s\n", strerror(errno));
     }

@@ -160,7 +160,10 @@ int main(int argc, char **argv)
                          .realtime_minus_monotonic_ns = realtime_minus_monotonic() };
     /* A socket that asks for receive timestamps turns on the kernel's stamping
      * at netif_rx (net_enable_timestamp), which the queue's messages then carry
-     * (NFQA_TIMESTAMP): each packet's send time on lo.  Kept open to the end. */
+     * (NFQA_TIMESTAMP): each packet's send time on lo.  Kept open to the end.
+     * The switch is one static key for the whole machine: while the delayer runs,
+     * every namespace's received packets are stamped at netif_rx (a clock read
+     * each), as whenever any program asks for receive timestamps. */
     int stamps = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (stamps < 0 || setsockopt(stamps, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) != 0)

@@ -29,6 +29,9 @@
 #define EXIT_USAGE 2 /* bad input or an environment that cannot work */
 
 #define NS_PER_MS 1000000LL
+/* A packet's send stamp (NFQA_TIMESTAMP) is trusted only this far before its read:
+ * further back, the wall clock has stepped since start (hold.c). */
+#define MAX_SEND_LAG_NS (10 * NS_PER_MS)
 #define HIST_BINS 100000u /* lateness histogram: 1 us bins up to 100 ms */
 /* A packet message with its whole packet (copy range 65531) fits with room to spare. */
 #define RECV_BUF_BYTES (128 * 1024)
@@ -124,6 +127,7 @@ struct stats {
     uint64_t lost;              /* gaps in packet ids: messages the kernel could not deliver */
     uint64_t verdict_errors;    /* NLMSG_ERROR answers to our verdicts */
     uint64_t recorded;          /* packets written to --record's file */
+    uint64_t implausible_stamps; /* send stamps not trusted (see MAX_SEND_LAG_NS) */
     uint32_t max_depth;
     int64_t late_max_ns;
     uint64_t hist_over;         /* lateness >= HIST_BINS us */

@@ -44,6 +44,7 @@ STATS_KEYS = {
     "late_max_us",
     "sched",
     "recorded",
+    "implausible_stamps",
 }
 
 
@@ -66,6 +67,7 @@ def test_connect_and_echo_each_take_two_delays(tfo_delay: str, delay_ms: float) 
     assert stats["packets"] >= 25
     assert stats["lost"] == stats["enobufs"] == stats["verdict_errors"] == 0
     assert stats["kernel_queue_dropped"] == stats["kernel_user_dropped"] == 0
+    assert stats["implausible_stamps"] == 0
     line = run["stderr"].strip().splitlines()[-1]
     assert line.startswith(
         f"tfo-delay: queue 7 delay {delay_ms:.3f} ms: packets {stats['packets']}, max queue depth "
