@@ -33,7 +33,7 @@ extern "C" {
 #define TFL_API
 #endif
 
-#define TFL_ABI_VERSION 4
+#define TFL_ABI_VERSION 5
 
 /* Limits (documented in --help of the executables). */
 #define TFL_HOST_MAX 64                  /* host / bind address, incl. NUL  */
@@ -82,6 +82,8 @@ struct tfl_client_config {
     int32_t response_bytes;      /* 0: read the echo of what was written; N: the
                                     server (line mode, --response-bytes N) answers
                                     each line with tfl_fill_line's N bytes      */
+    int32_t read_whole;          /* SO_RCVLOWAT = the whole answer before connecting,
+                                    then poll() until the rest is in before each read */
     char congestion[TFL_CC_MAX]; /* TCP_CONGESTION before connecting; "" = the default */
 };
 

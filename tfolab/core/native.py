@@ -37,7 +37,7 @@ __all__ = [
     "run_client",
 ]
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 HOST_MAX = 64
 CC_MAX = 16  # TFL_CC_MAX: a congestion control name, incl. NUL
 MAX_PAYLOAD = 1024 * 1024
@@ -77,6 +77,7 @@ class CClientConfig(ctypes.Structure):
         ("connections", ctypes.c_int32),
         ("timeout_ms", ctypes.c_int32),
         ("response_bytes", ctypes.c_int32),
+        ("read_whole", ctypes.c_int32),
         ("congestion", ctypes.c_char * CC_MAX),
     ]
 
@@ -201,6 +202,7 @@ class ClientOptions:
     first_write_bytes: int = 10
     second_write_bytes: int = 6
     response_bytes: int = 0  # 0: read the echo; N: a server with --response-bytes N
+    read_whole: bool = False  # SO_RCVLOWAT = the whole answer: one read per answer
     iterations: int = 1
     connections: int = 1
     timeout_ms: int = 5000
@@ -367,6 +369,7 @@ def _config(lib: ctypes.CDLL, options: ClientOptions) -> CClientConfig:
     cfg.cork = int(options.cork)
     cfg.msg_more = int(options.msg_more)
     cfg.single_write = int(options.single_write)
+    cfg.read_whole = int(options.read_whole)
     name = options.congestion.encode()
     if len(name) >= CC_MAX:
         raise ValueError(f"congestion control {options.congestion!r} is too long")

@@ -36,6 +36,9 @@ static const char usage[] =
     "  --response-bytes N   read an answer of N bytes per request or round, from a\n"
     "                       server started with --response-bytes N (default: the\n"
     "                       echo of what was written), 1..1048576\n"
+    "  --read-whole         wait until the rest of the answer is in (SO_RCVLOWAT\n"
+    "                       and poll) before each read: one read per answer,\n"
+    "                       unless the window closes first\n"
     "  --first-write B      wwr: bytes of the first write (default 10)\n"
     "  --second-write B     wwr: bytes of the second write, ending in '\\n'\n"
     "                       (default 6); both together at most 1048576\n"
@@ -61,7 +64,7 @@ struct given {
 
 enum { OPT_CONGESTION, OPT_CONNECT, OPT_TFO, OPT_TFO_CONNECT, OPT_PATTERN, OPT_NODELAY, OPT_CORK,
        OPT_MSG_MORE, OPT_SINGLE_WRITE, OPT_PAYLOAD, OPT_RESPONSE_BYTES, OPT_FIRST_WRITE,
-       OPT_SECOND_WRITE,
+       OPT_SECOND_WRITE, OPT_READ_WHOLE,
        OPT_ITERATIONS, OPT_CONNECTIONS, OPT_TIMEOUT_MS, OPT_JSON };
 
 static const struct args_option options[] = {
@@ -78,6 +81,7 @@ static const struct args_option options[] = {
     {"--single-write", ARGS_FLAG, NULL, OPT_SINGLE_WRITE},
     {"--payload", ARGS_VALUE, "100", OPT_PAYLOAD},
     {"--response-bytes", ARGS_VALUE, "100000", OPT_RESPONSE_BYTES},
+    {"--read-whole", ARGS_FLAG, NULL, OPT_READ_WHOLE},
     {"--first-write", ARGS_VALUE, "10", OPT_FIRST_WRITE},
     {"--second-write", ARGS_VALUE, "6", OPT_SECOND_WRITE},
     {"--iterations", ARGS_VALUE, "5", OPT_ITERATIONS},
@@ -139,6 +143,9 @@ static void parse(int argc, char **argv, struct tfl_client_config *cfg, int *jso
         case OPT_RESPONSE_BYTES:
             cfg->response_bytes =
                 (int32_t)args_long(&a, "--response-bytes", v, 1, TFL_MAX_PAYLOAD);
+            break;
+        case OPT_READ_WHOLE:
+            cfg->read_whole = 1;
             break;
         case OPT_FIRST_WRITE:
             cfg->first_write_bytes =
@@ -231,13 +238,13 @@ static void print_json(const struct tfl_client_config *cfg, const struct tfl_sam
 {
     printf("{\"tool\":\"tfo-echo-client\",\"abi\":%d,\"host\":\"%s\",\"port\":%d,"
            "\"pattern\":\"%s\",\"fastopen\":\"%s\",\"nodelay\":%s,\"cork\":%s,"
-           "\"msg_more\":%s,\"single_write\":%s,\"payload_bytes\":%d,"
+           "\"msg_more\":%s,\"single_write\":%s,\"read_whole\":%s,\"payload_bytes\":%d,"
            "\"first_write_bytes\":%d,\"second_write_bytes\":%d,\"iterations\":%d,"
            "\"connections\":%d,\"timeout_ms\":%d,\"samples\":[",
            tfl_abi_version(), cfg->host, (int)cfg->port,
            cfg->pattern == TFL_PATTERN_WWR ? "wwr" : "rr", fastopen_name(cfg->fastopen),
            tf(cfg->nodelay), tf(cfg->cork), tf(cfg->msg_more), tf(cfg->single_write),
-           (int)cfg->payload_bytes, (int)cfg->first_write_bytes, (int)cfg->second_write_bytes,
+           tf(cfg->read_whole), (int)cfg->payload_bytes, (int)cfg->first_write_bytes, (int)cfg->second_write_bytes,
            (int)cfg->iterations, (int)cfg->connections, (int)cfg->timeout_ms);
     for (size_t i = 0; i < n; i++) {
         const struct tfl_sample *s = &samples[i];

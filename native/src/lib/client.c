@@ -101,8 +101,9 @@ int tfl_client_validate(const struct tfl_client_config *cfg, char *err, size_t e
         return -1;
     }
     if (!is_bool(cfg->nodelay) || !is_bool(cfg->cork) || !is_bool(cfg->msg_more) ||
-        !is_bool(cfg->single_write)) {
-        tfl_set_err(err, errlen, "nodelay, cork, msg_more and single_write must be 0 or 1");
+        !is_bool(cfg->single_write) || !is_bool(cfg->read_whole)) {
+        tfl_set_err(err, errlen,
+                    "nodelay, cork, msg_more, single_write and read_whole must be 0 or 1");
         return -1;
     }
     if (cfg->pattern == TFL_PATTERN_RR) {
@@ -218,14 +219,49 @@ static int send_all(int fd, const char *data, size_t len, int flags)
     return 0;
 }
 
+/*
+ * read_whole: wait in poll() until the kernel says what is left of the answer is in
+ * (SO_RCVLOWAT = the bytes still missing), then take what is queued without blocking.
+ * The kernel may also report the socket readable before that, when the unread data
+ * leaves the peer at most one MSS of window or fills the buffer (tcp_epollin_ready);
+ * the low-water mark is then lowered to what is still missing.  A blocking recv()
+ * cannot do this: once it has copied part of the answer it waits for sk_rcvlowat
+ * more bytes, which never come, and only its timeout ends it.
+ */
+static int wait_for_rest(int fd, size_t missing, int timeout_ms, struct tfl_sample *s)
+{
+    int lowat = (int)missing; /* at most TFL_MAX_PAYLOAD */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) != 0) {
+        record_failure(s, "setsockopt", errno);
+        return -1;
+    }
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ready = poll(&p, 1, timeout_ms);
+        if (ready > 0)
+            return 0;
+        if (ready == 0) {
+            record_failure(s, "recv", ETIMEDOUT);
+            return -1;
+        }
+        if (errno != EINTR) {
+            record_failure(s, "poll", errno);
+            return -1;
+        }
+    }
+}
+
 /* Read exactly len bytes of the answer; stamps the first and last byte. */
-static int read_response(int fd, char *buf, size_t len, struct tfl_sample *s)
+static int read_response(int fd, char *buf, size_t len, const struct tfl_client_config *cfg,
+                         struct tfl_sample *s)
 {
     size_t got = 0;
     while (got < len) {
-        ssize_t n = recv(fd, buf + got, len - got, 0);
+        if (cfg->read_whole && wait_for_rest(fd, len - got, cfg->timeout_ms, s) != 0)
+            return -1;
+        ssize_t n = recv(fd, buf + got, len - got, cfg->read_whole ? MSG_DONTWAIT : 0);
         if (n < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR || (cfg->read_whole && errno == EAGAIN))
                 continue;
             record_failure(s, "recv", errno);
             return -1;
@@ -310,7 +346,7 @@ static int run_iteration(struct client_run *r, int fd, int first_iteration,
         record_failure(s, "setsockopt", rc);
         return -1;
     }
-    if (read_response(fd, r->response, r->expected_len, s) != 0)
+    if (read_response(fd, r->response, r->expected_len, cfg, s) != 0)
         return -1;
     if (memcmp(r->response, r->expected, r->expected_len) != 0) {
         record_failure(s, "verify", EBADMSG);
@@ -341,6 +377,10 @@ static int open_socket(struct client_run *r, struct tfl_sample *s)
         rc = errno;
     if (rc == 0 && cfg->fastopen == TFL_FASTOPEN_CONNECT)
         rc = set_int_opt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1);
+    /* Before connect(), so the SYN already offers the window this reader's buffer
+     * gives (tcp_set_rcvlowat may raise sk_rcvbuf and the window clamp to fit it). */
+    if (rc == 0 && cfg->read_whole)
+        rc = set_int_opt(fd, SOL_SOCKET, SO_RCVLOWAT, (int)r->expected_len);
     if (rc != 0) {
         record_failure(s, "setsockopt", rc);
         s->close_ns = tfl_now_ns();
