@@ -49,6 +49,13 @@ def line_bytes(length: int, tag: int) -> bytes:
     return body + b"\n"
 
 
+def answer_size(config: ScenarioConfig) -> int:
+    """The bytes of one answer: to the request line (rr) or to the round's two writes."""
+    if config.pattern == "wwr":
+        return config.answer_bytes(config.first_write_bytes + config.second_write_bytes)
+    return config.answer_bytes(config.request_bytes)
+
+
 class ClientPhase(enum.Enum):
     IDLE = "idle"  # not started
     CONNECTING = "connecting"  # connect()/sendto() blocks until the handshake ends
@@ -99,6 +106,16 @@ class ClientScript:
     def start(self, now: int, caused_by: int | None) -> None:
         cfg = self.config
         self.on_round(self.iteration)
+        if cfg.read_whole and self.iteration != 0:  # the warm-up reads as it always does
+            answer = answer_size(cfg)
+            caused_by = self.call(
+                now,
+                "setsockopt",
+                f"SO_RCVLOWAT {answer}",
+                "read each answer whole: wake the read only once all of it is in",
+                caused_by,
+            )
+            self.ep.sock.set_rcvlowat(answer)
         if cfg.pattern == "wwr" or cfg.client_fastopen == "off":
             plan = plan_client_syn(
                 sysctl=cfg.fastopen_sysctl,
@@ -187,6 +204,9 @@ class ClientScript:
     def _expect(self, message_bytes: int) -> None:
         self.expected = line_bytes(self.config.answer_bytes(message_bytes), self.iteration)
         self.got = 0
+        if self.config.read_whole and self.iteration != 0:
+            # the mark each read's poll() sets first: the whole answer, again every round
+            self.ep.sock.set_rcvlowat(len(self.expected))
 
     @property
     def connect_returns(self) -> bool:
@@ -342,11 +362,14 @@ class ClientScript:
             self.ep.hold_for_connect(now, caused_by)
             self._connected(now, caused_by)
             return
-        self.ep.take(now, blocking=True, caused_by=caused_by)
+        # read_whole: poll() returned, and the recv() after it is MSG_DONTWAIT
+        self.ep.take(now, blocking=not self.config.read_whole, caused_by=caused_by)
 
     def _read(self, now: int, caused_by: int | None) -> None:
         if not self.ep.sock.readable_bytes:
             return
+        if self.config.read_whole and not self.ep.sock.pre_read and not self.ep.sock.epollin_ready:
+            return  # poll() sleeps on: tcp_poll does not report the socket readable yet
         before, queued = self.got, self.ep.sock.readable_bytes
         detail = f"{queued} B"
         if before == 0:
@@ -356,6 +379,9 @@ class ClientScript:
         # The read first: an ACK that tcp_cleanup_rbuf sends is the read's doing.
         event = self.call(now, "read", detail, "the client reads the response", caused_by)
         self.got += len(self.ep.app_read(now, event))
+        if self.config.read_whole and 0 < self.got < len(self.expected):
+            # woken before the whole answer (its window closed): the mark drops to the rest
+            self.ep.sock.set_rcvlowat(len(self.expected) - self.got)
         headline = self.headline()
         if not self.config.headline_to_last_byte and before == 0:
             headline.end_id = event

@@ -19,7 +19,10 @@ Rules:
 - `Burst.add` records each data segment of the burst: where it ends and what
   it charges the receive memory as a fresh skb (truesize).
 - The ACK of a data segment that is neither the burst's first (processed
-  before any wake-up) nor its last is a race: `is_race`. So is the first's,
+  before any wake-up) nor its last is a race: `is_race`. A reader that set
+  SO_RCVLOWAT is woken only by the segment that brings the unread bytes to its
+  mark (or closes the window: Socket.epollin_ready), so only the ACKs after
+  that segment race it. So is the first's,
   when a segment before it in the burst already woke the application
   (`Burst.woken`): the ACK that completes the handshake wakes accept() through
   tcp_rcv_state_process's sk_state_change, and the server then reads the new
@@ -52,6 +55,9 @@ class BurstStep:
     acked: tuple[int, int] | None = None  # (rcv_wup, rcv_wnd) after its own ACK left
     race: bool = False  # that ACK may be merged away
     ack_event: int | None = None  # the Segment event of that ACK
+    # it woke the reader (tcp_data_ready: tcp_epollin_ready with sk_rcvlowat; every data
+    # segment does, unless the reader set SO_RCVLOWAT above what is queued)
+    wakes: bool = True
 
 
 @dataclass
@@ -67,6 +73,18 @@ class Burst:
             self.woken = False
         self.steps.append(BurstStep(end, truesize))
 
+    def woke_reader(self, wakes: bool) -> None:
+        """Did the data segment just added wake the reader (Socket.epollin_ready)?"""
+        if self.open and self.steps:
+            self.steps[-1].wakes = wakes
+
+    def _first_waker(self) -> int:
+        """The index of the step after which a reader may hold the socket (0 when a
+        segment before the burst's data woke it)."""
+        if self.woken:
+            return 0
+        return next((k for k, step in enumerate(self.steps) if step.wakes), len(self.steps))
+
     def wake(self) -> None:
         """A segment without data, with more of the burst behind it, woke the application."""
         self.steps = []
@@ -80,7 +98,11 @@ class Burst:
     def is_race(self, more_in_burst: bool) -> bool:
         """Is the ACK of the data segment just added a race (not the last, and a reader
         was woken before it: by the burst's first data segment, or by an earlier wake)?"""
-        return self.open and more_in_burst and (len(self.steps) >= 2 or self.woken)
+        return (
+            self.open
+            and more_in_burst
+            and (self.woken or self._first_waker() < len(self.steps) - 1)
+        )
 
     def acked(self, rcv_wup: int, rcv_wnd: int, race: bool, ack_event: int) -> None:
         """The data segment just added was ACKed on its own."""
@@ -103,6 +125,8 @@ class Burst:
             return ()
         windows = set()
         for index, step in enumerate(self.steps[:-1]):
+            if index < self._first_waker():
+                continue  # no reader was awake yet to take the socket after this one
             later = self.steps[index + 1 : -1]
             if step.acked is None or not all(s.race or s.acked is None for s in later):
                 continue

@@ -131,13 +131,27 @@ class DelackRules:
             st.pending |= ACK_PUSHED2
         st.pending |= ACK_PUSHED
 
-    def ack_now(self, st: AckState, unacked_bytes: int, window_advances: bool) -> str | None:
+    def ack_now(
+        self,
+        st: AckState,
+        unacked_bytes: int,
+        window_advances: bool,
+        below_lowat: bool = False,
+    ) -> str | None:
         """Why the ACK must go at once (None: it may be delayed).
 
         More than one full frame ACKs at once only if the window's right edge
-        would not move left (`window_advances`, rcv_space.right_edge_advances);
-        otherwise the read (__tcp_cleanup_rbuf) or the timer sends it.
+        would not move left (`window_advances`, rcv_space.right_edge_advances),
+        or if the unread bytes are still below the reader's SO_RCVLOWAT mark
+        (`below_lowat`: rcv_nxt - copied_seq < sk_rcvlowat, __tcp_ack_snd_check,
+        6.1 and 6.18: that reader will not read before more comes); otherwise
+        the read (__tcp_cleanup_rbuf) or the timer sends it.
         """
+        if unacked_bytes > st.rcv_mss and below_lowat:
+            return (
+                "more than one full segment is unacknowledged, and the unread bytes are "
+                "below the reader's SO_RCVLOWAT mark"
+            )
         if unacked_bytes > st.rcv_mss and window_advances:
             return "more than one full segment is unacknowledged"
         if self.in_quickack_mode(st):

@@ -81,7 +81,8 @@ def ack_snd_check(sock: TcpSock, now: int, wire: Wire) -> None:
     """__tcp_ack_snd_check after `wire` was processed: ACK now, or arm the timer."""
     rules = sock.env.rules
     advances = sock.rspace.right_edge_advances(sock.ack.rcv_mss)
-    why = rules.ack_now(sock.ack, sock.unacked_received_bytes, advances)
+    below_lowat = len(sock.rcv_buf) < sock.rcvlowat  # rcv_nxt - copied_seq < sk_rcvlowat
+    why = rules.ack_now(sock.ack, sock.unacked_received_bytes, advances, below_lowat)
     cause = f"{wire.what} (seq {wire.seq}:{wire.seq + len(wire.payload)}) arrived"
     owner = sock.owner
     if why is not None and owner is not None and owner.processing:

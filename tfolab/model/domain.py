@@ -26,6 +26,12 @@ Rules (each the reason the kernel would leave the model's world):
   rounds, the server's window went from 93 to 221 in round 4 and 349 in
   round 5; at D = 10 ms, one write of 30006 bytes for 5 rounds, from 96 to
   224 in round 4 in one run of two (three rounds in one measure).
+- A client that reads each answer whole (read_whole) sets SO_RCVLOWAT to the
+  answer's size; above half of sk_rcvbuf, tcp_set_rcvlowat (6.1 and 6.18)
+  raises sk_rcvbuf and the window clamp to hold it. The first-window rule
+  above keeps every answer below that (the first window is at most half the
+  buffer: tcp_full_space at the initial 50 % ratio, or half the free memory
+  before 6.6); the window model that lifts it must follow the raise.
 - The handshake ends before its timers: the SYN's and the SYN-ACK's
   retransmission timers start at TCP_TIMEOUT_INIT (1 s, tcp_connect and
   inet_csk_reqsk_queue_hash_add / tcp_fastopen_synack_timer), so a round trip

@@ -585,7 +585,10 @@ class World:
                 self._dropped_in_syn_sent(now, conn, wire)
                 return
             conn.client.receive(now, wire)
-            reading = conn.script.phase is ClientPhase.READING
+            # a reader with SO_RCVLOWAT above what is queued sleeps on in poll()
+            reading = conn.script.phase is ClientPhase.READING and (
+                not conn.script.config.read_whole or conn.client.sock.epollin_ready
+            )
             # the SYN-ACK wakes a blocked connect() or sendto(), which takes the socket;
             # only one that acknowledged the SYN's data may have the answer right behind it,
             # and the call, woken, may take it at any segment of that answer

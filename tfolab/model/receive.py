@@ -157,6 +157,7 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
         segment=segment,
     ):
         sock.ack.quick |= 1  # tcp_grow_window grew rcv_ssthresh
+    sock.burst.woke_reader(sock.epollin_ready)
     if text:
         sock.note(now, f"{sock.side}: {text}", wire.event_id, "tcp_event_data_recv")
 

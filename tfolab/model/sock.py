@@ -130,6 +130,7 @@ class TcpSock:
         self.delivered = bytearray()  # everything the application has read, in order
         self.fin_received = False
         self.fin_read = False  # the application's recv() returned end of file
+        self.rcvlowat = 1  # sk_rcvlowat (SO_RCVLOWAT; 1 unless the application set it)
         self.ack = AckState(rcv_mss=self._initial_rcv_mss())
         self.rspace = RcvSpace(env.rmem, env.wscale, self.advmss)
         # below lo's MTU the lab turns GSO off: a packet of several segments is cut in
@@ -257,6 +258,33 @@ class TcpSock:
     def readable_bytes(self) -> int:
         """What the application's next read() returns (backlog.py: copied early, then queued)."""
         return len(self.pre_read) + len(self.rcv_buf)
+
+    def set_rcvlowat(self, value: int) -> None:
+        """setsockopt(SO_RCVLOWAT): tcp_set_rcvlowat (net/ipv4/tcp.c, 6.1 and 6.18) keeps
+        the mark; it would also raise sk_rcvbuf and the window clamp to hold it where twice
+        the mark exceeds the buffer, which the domain's first-window rule keeps out."""
+        assert 2 * value <= self.rspace.rcvbuf, "tcp_set_rcvlowat would raise sk_rcvbuf"
+        self.rcvlowat = max(value, 1)
+
+    @property
+    def epollin_ready(self) -> bool:
+        """Would the kernel wake a reader now (tcp_data_ready, tcp_poll)? tcp_epollin_ready
+        (include/net/tcp.h, 6.1 and 6.18) with sk_rcvlowat: the unread bytes reach the mark,
+        or the memory nears sk_rcvbuf (tcp_rmem_pressure: above 7/8 of it), or the peer has
+        at most one rcv_mss of window left (tcp_receive_window), where waiting for more
+        could wait for ever; a FIN makes the socket readable too (RCV_SHUTDOWN)."""
+        if self.fin_received and not self.fin_read:
+            return True
+        avail = len(self.rcv_buf)
+        if avail <= 0:
+            return False
+        space = self.rspace
+        window_left = max(space.rcv_wnd - self.unacked_received_bytes, 0)
+        return (
+            avail >= self.rcvlowat
+            or space.rmem > space.rcvbuf - (space.rcvbuf >> 3)
+            or window_left <= self.ack.rcv_mss
+        )
 
     @property
     def receive_queue_empty(self) -> bool:

@@ -117,6 +117,7 @@ def client_options(
         first_write_bytes=config.first_write_bytes,
         second_write_bytes=config.second_write_bytes,
         response_bytes=config.response_bytes,
+        read_whole=config.read_whole,
         iterations=iterations,
         connections=1,
         timeout_ms=CLIENT_TIMEOUT_MS,
