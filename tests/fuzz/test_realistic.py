@@ -21,7 +21,9 @@ from tfolab.lab.catalog import load_labs
 from tfolab.model.domain import MAX_HANDSHAKE_DELAY_MS, mss_in_use
 from tfolab.model.scenario import LIMITS, MAX_DELAY_MS, parse_settings
 
-DRAWN = realistic_cases(7, 800)
+# Enough cases that every edge is reached with margin, whatever setting is added next:
+# at 800 one of the size edges (each drawn about twice) went missing for some seeds.
+DRAWN = realistic_cases(7, 2000)
 
 
 def test_every_setting_lab_and_scenario_is_drawn() -> None:
@@ -31,7 +33,7 @@ def test_every_setting_lab_and_scenario_is_drawn() -> None:
 
 
 def test_the_same_seed_gives_the_same_cases() -> None:
-    assert realistic_cases(7, 800) == DRAWN
+    assert realistic_cases(7, 2000) == DRAWN
     assert realistic_cases(8, 50) != DRAWN[:50]
 
 
