@@ -82,8 +82,9 @@ struct tfl_client_config {
     int32_t response_bytes;      /* 0: read the echo of what was written; N: the
                                     server (line mode, --response-bytes N) answers
                                     each line with tfl_fill_line's N bytes      */
-    int32_t read_whole;          /* SO_RCVLOWAT = the whole answer before connecting,
-                                    then poll() until the rest is in before each read */
+    int32_t read_whole;          /* SO_RCVLOWAT = the whole answer (before connecting
+                                    where it fits in half the buffer), then poll()
+                                    until the rest is in before each read */
     char congestion[TFL_CC_MAX]; /* TCP_CONGESTION before connecting; "" = the default */
 };
 

@@ -67,8 +67,9 @@ class ScenarioConfig:
     # bytes instead (tfo-echo-server --response-bytes N), in one send().
     response_bytes: int = field(default=0, metadata=limits(0, MAX_PAYLOAD_BYTES, "bytes"))
     # The client reads each answer whole (tfo-echo-client --read-whole): SO_RCVLOWAT =
-    # the answer's size before connect(), then poll() until the rest is in before each
-    # read, so the kernel wakes it once, not at every segment that arrives.
+    # the answer's size (before connect(), where it fits in half the receive buffer, as
+    # every answer inside the model's domain does), then poll() until the rest is in
+    # before each read, so the kernel wakes it once, not at every segment that arrives.
     read_whole: bool = False
 
     # --- TCP Fast Open -------------------------------------------------------
