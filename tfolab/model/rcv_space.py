@@ -165,6 +165,11 @@ class RcvSpace:
             return (space * self.ratio) >> TCP_RMEM_TO_WIN_SCALE
         return space - (space >> 1)  # tcp_adv_win_scale = 1
 
+    def space_from_win(self, win: int) -> int:  # tcp_space_from_win
+        if self.rules.scaling_ratio:
+            return (win << TCP_RMEM_TO_WIN_SCALE) // self.ratio
+        return win << 1  # tcp_adv_win_scale = 1
+
     def space(self) -> int:  # tcp_space: sk_rcvbuf - sk_backlog.len - sk_rmem_alloc
         return self.win_from_space(self.rcvbuf - self.backlog - self.rmem)
 
@@ -183,7 +188,9 @@ class RcvSpace:
         space = self.full_space()
         if space > mss:
             space -= space % mss
-        self.rcv_wnd = min(space, U16_MAX)
+        # tcp_workaround_signed_windows is 0: rcv_wnd is the whole space; the SYN's
+        # header carries at most U16_MAX of it (header_window)
+        self.rcv_wnd = space
         self.rcv_ssthresh = self.rcv_wnd
         self.window_clamp = U16_MAX << self.wscale
 

@@ -260,11 +260,24 @@ class TcpSock:
         return len(self.pre_read) + len(self.rcv_buf)
 
     def set_rcvlowat(self, value: int) -> None:
-        """setsockopt(SO_RCVLOWAT): tcp_set_rcvlowat (net/ipv4/tcp.c, 6.1 and 6.18) keeps
-        the mark; it would also raise sk_rcvbuf and the window clamp to hold it where twice
-        the mark exceeds the buffer, which the domain's first-window rule keeps out."""
-        assert 2 * value <= self.rspace.rcvbuf, "tcp_set_rcvlowat would raise sk_rcvbuf"
+        """setsockopt(SO_RCVLOWAT): tcp_set_rcvlowat (net/ipv4/tcp.c) keeps the mark and
+        makes room for it: where the window it converts to (tcp_space_from_win: 6.6+, by
+        the scaling ratio; before, twice the mark) is more than sk_rcvbuf, sk_rcvbuf grows
+        to it; the window clamp is raised to the mark only once there is one (6.18 and
+        the stable kernels since October 2025), so before connect() it is left to
+        tcp_connect_init."""
         self.rcvlowat = max(value, 1)
+        space = self.rspace
+        needed = space.space_from_win(value)
+        if needed <= space.rcvbuf:
+            return
+        space.rcvbuf = needed
+        if self.state is TcpState.CLOSED:
+            # no clamp yet (tp->window_clamp is 0 until tcp_connect_init), and the SYN's
+            # window is chosen from the buffer as it is when connect() runs
+            space.initial_window(peer_timestamps_seen=False)
+        elif space.window_clamp < value:
+            space.window_clamp = value
 
     @property
     def epollin_ready(self) -> bool:
