@@ -204,6 +204,7 @@ class World:
             wscale=initial_wscale(receive_space_bytes),
             rmem=receive_memory,
             app_reaction_ns=app_reaction_ns,
+            windows_model=config.read_whole,
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(

@@ -315,15 +315,18 @@ def push(
 ) -> bool:
     """tcp_write_xmit: send what Nagle/cork allow, then a requested FIN; True if anything left."""
     sent = False
-    max_segs = pacing.tso_segs(sock.mss_cache, sock.srtt_ns, sock.packets_out, sock.min_rtt_ns)
+    max_segs = pacing.tso_segs(
+        sock.mss_cache, sock.srtt_ns, max(sock.snd_cwnd, sock.packets_out), sock.min_rtt_ns
+    )
     in_skb = 0  # segments of the GSO skb being sent so far
     skb_limit = 0  # the most segments this skb may take (tcp_cwnd_test, tcp_tso_autosize)
     sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
     while sock.unsent and sock.can_send_data():
         if in_skb == 0:
-            quota = pacing.cwnd_quota(sock.cwnd_packets_out)
+            quota = pacing.cwnd_quota(sock.cwnd_packets_out, sock.snd_cwnd)
             if quota == 0:
-                sock.env.beyond_domain.append(_CWND_FULL)
+                if not sock.env.windows_model:
+                    sock.env.beyond_domain.append(_CWND_FULL)
                 break
             skb_limit = quota if max_segs is None else min(quota, max_segs)
         n = min(sock.mss_cache, len(sock.unsent))
@@ -348,7 +351,7 @@ def push(
         else:
             why = f"{name} ({n} B) leaves at once"
         in_skb += 1
-        if in_skb == 2 and sock.cwnd_grown_by is not None:
+        if in_skb == 2 and sock.cwnd_grown_by is not None and not sock.env.windows_model:
             sock.env.beyond_domain.append(_cwnd_grown(sock.side, sock.cwnd_grown_by))
         first_of_skb = in_skb == 1
         ends_skb = (

@@ -118,10 +118,13 @@ def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
         sock.rtt_sample(now - fresh[0].sent_ns)
     sock.snd_una = wire.ack
     sock.marks = [m for m in sock.marks if m.end > sock.snd_una]
-    if newly and 2 * sock.max_packets_out > TCP_INIT_CWND and sock.cwnd_grown_by is None:
-        # tcp_cong_avoid: in slow start cwnd grows by every segment acknowledged once
-        # tcp_is_cwnd_limited holds (cwnd < 2 x max_packets_out; 6.1 and 6.18)
-        sock.cwnd_grown_by = sock.max_packets_out
+    acked = sum(1 for f in newly if f.data)
+    if acked and sock.snd_cwnd < 2 * sock.max_packets_out:
+        # tcp_cong_avoid -> tcp_slow_start: in slow start cwnd grows by every segment this
+        # ACK delivered, while tcp_is_cwnd_limited holds (cwnd < 2 x max_packets_out)
+        if sock.cwnd_grown_by is None:
+            sock.cwnd_grown_by = sock.max_packets_out
+        sock.snd_cwnd += acked
     if not sock.flights:
         sock.max_packets_out = 0  # tcp_cwnd_validate starts a new usage period
     if sock.state is TcpState.SYN_RECV:

@@ -38,6 +38,7 @@ from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
 from tfolab.model.events import Side, TimerAction
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
 from tfolab.model.flights import Flight, WriteMark
+from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.rcv_space import RcvSpace
 from tfolab.model.state import SENDS_DATA, TcpEvent, TcpState, next_state
 from tfolab.model.wire import Env, Wire
@@ -115,6 +116,7 @@ class TcpSock:
         # since the last ACK, and whether an ACK has since grown cwnd past TCP_INIT_CWND
         self.max_packets_out = 0
         self.cwnd_grown_by: int | None = None  # the flight (segments) whose ACK grew it
+        self.snd_cwnd = TCP_INIT_CWND  # tcp_init_cwnd (no route metric on lo)
         self.dropped: dict[int, Wire] = {}  # by seq: what the peer dropped (retransmit.py)
         # the receive side
         self.rcv_nxt = 0

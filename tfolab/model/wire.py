@@ -84,6 +84,9 @@ class Env:
     # Why this simulation left the model's domain while it ran (domain.py): a
     # state the scenario's settings alone cannot rule out, found on the way.
     beyond_domain: list[str] = field(default_factory=list)
+    # WIP (branch windows): the congestion window grows in slow start instead of ending
+    # the domain (set for read_whole runs while the window model is built)
+    windows_model: bool = False
 
     def count(self, name: str, counting: bool) -> None:
         if counting:
