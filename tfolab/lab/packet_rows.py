@@ -67,6 +67,8 @@ class Row:
     # the model's: the race (its timer's id) whose lost-FIN outcome has no such segment
     lost_in: int = 0
     timed: bool = True  # False: the model does not state when it arrives (a late outcome)
+    # the model's: its PSH may be either way (Segment.psh_race: where GSO skbs end)
+    psh_either: bool = False
     event_id: int | None = None  # the model's Segment this row states
     captured_index: int | None = None  # the captured row this row states
 
@@ -78,6 +80,8 @@ class Row:
         """The model's row and a captured one are the same segment (a merged race's
         other acknowledgment number included)."""
         if self.key == captured.key:
+            return True
+        if self.psh_either and _without_psh(self.key) == _without_psh(captured.key):
             return True
         return self.merged_ack is not None and captured.key == (
             self.flags, self.seq, self.merged_ack, self.length, self.options
@@ -91,6 +95,12 @@ class Row:
 
     def words(self) -> str:
         return segment_words(self.flags, self.seq, self.ack, self.length, self.options)
+
+
+def _without_psh(key: tuple[object, ...]) -> tuple[object, ...]:
+    flags = key[0]
+    assert isinstance(flags, tuple)
+    return (tuple(f for f in flags if f != "PSH"), *key[1:])
 
 
 def segment_words(
@@ -134,6 +144,7 @@ def model_rows(sim: Simulation) -> list[Row]:
             band_ms=sim.segment_bands.get(s.id, 0.0),
             merged_ack=s.merged_ack,
             merged_windows=s.merged_windows,
+            psh_either=s.psh_race,
             event_id=s.id,
         )
         for s in chosen

@@ -38,6 +38,10 @@ Rules:
   leaves just before), late (the timer's ACK arrives after the FIN, and what
   answers it), or lost (the FIN is lost under the timer's ACK: no last ACK).
   Every combination of a connection's races is tried, the model's own first.
+- Where a sender's GSO skbs end is a race in a train of ACKs whose pacing rate
+  lies within the host's round-trip excess of one more segment per skb
+  (Segment.psh_race, model/output.py): such a segment matches the kernel's
+  with PSH or without, and each one the kernel took the other way is counted.
 - Without a delay, each run of one side's pure ACKs is compared in the order
   it was sent, not the order it arrived (`in_send_order`: two CPUs' backlogs).
 - `compare` gives one PacketComparison: every pair of the alignment with its
@@ -551,6 +555,7 @@ def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
         for row in model
         if (row.optional and row.race_outcome not in ("late", "answer"))
         or row.merged_ack is not None
+        or row.psh_either
     )
     used = sum(
         1
@@ -565,6 +570,7 @@ def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
                 and p.model.merged_ack is not None
                 and p.kernel.ack == p.model.merged_ack != p.model.ack
             )
+            or (p.kernel is not None and p.model.psh_either and p.kernel.flags != p.model.flags)
         )
     )
     return named, used

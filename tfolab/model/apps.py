@@ -76,6 +76,7 @@ class ClientScript:
     round_index: int = 0
     expected: bytes = b""
     got: int = 0
+    big_mark: int = 0  # a mark the buffer must grow for, set once the request is written
     sent_lines: list[bytes] = field(default_factory=list)
 
     @property
@@ -106,8 +107,10 @@ class ClientScript:
     def start(self, now: int, caused_by: int | None) -> None:
         cfg = self.config
         self.on_round(self.iteration)
-        if cfg.read_whole and self.iteration != 0:  # the warm-up reads as it always does
-            answer = answer_size(cfg)
+        answer = answer_size(cfg)
+        # the warm-up reads as it always does; a mark above half the buffer waits for the
+        # handshake (_expect), as tfo-echo-client --read-whole does
+        if cfg.read_whole and self.iteration != 0 and 2 * answer <= self.ep.sock.rspace.rcvbuf:
             caused_by = self.call(
                 now,
                 "setsockopt",
@@ -205,8 +208,29 @@ class ClientScript:
         self.expected = line_bytes(self.config.answer_bytes(message_bytes), self.iteration)
         self.got = 0
         if self.config.read_whole and self.iteration != 0:
-            # the mark each read's poll() sets first: the whole answer, again every round
-            self.ep.sock.set_rcvlowat(len(self.expected))
+            # the mark each read's poll() sets first: the whole answer, again every round;
+            # one the buffer must grow for is set where the client sets it, once its
+            # request is written (_set_big_mark): the request's own window predates it
+            rspace = self.ep.sock.rspace
+            if rspace.space_from_win(len(self.expected)) <= rspace.rcvbuf:
+                self.ep.sock.set_rcvlowat(len(self.expected))
+            else:
+                self.big_mark = len(self.expected)
+
+    def _set_big_mark(self, now: int, caused_by: int | None) -> int | None:
+        """The first read's setsockopt(SO_RCVLOWAT) where tcp_set_rcvlowat grows the buffer."""
+        if not self.big_mark:
+            return caused_by
+        mark, self.big_mark = self.big_mark, 0
+        event = self.call(
+            now,
+            "setsockopt",
+            f"SO_RCVLOWAT {mark}",
+            "read the answer whole: sk_rcvbuf grows to hold it, the window clamp to the mark",
+            caused_by,
+        )
+        self.ep.sock.set_rcvlowat(mark)
+        return event
 
     @property
     def connect_returns(self) -> bool:
@@ -251,7 +275,10 @@ class ClientScript:
                     caused_by=caused_by,
                 )
             call = "sendto" if cfg.client_fastopen == "sendto" else "write"
-            self.call(now, call, "returns", f"{call}() returns: the handshake is done", caused_by)
+            event = self.call(
+                now, call, "returns", f"{call}() returns: the handshake is done", caused_by
+            )
+            self._set_big_mark(now, event)
             return
         ret = self.call(
             now, "connect", "returns", "connect() returns after SYN -> SYN-ACK (2D)", caused_by
@@ -261,6 +288,7 @@ class ClientScript:
             now, "write", f"{len(request)} B", "the request goes after the handshake", ret
         )
         self.ep.app_write(now, request, "request", caused_by=write)
+        self._set_big_mark(now, write)
 
     def _round(self, now: int, caused_by: int | None) -> None:
         cfg = self.config
@@ -277,6 +305,7 @@ class ClientScript:
             )
             self.headline().start_id = write
             self.ep.app_write(now, request, "request", caused_by=write)
+            self._set_big_mark(now, write)
             return
         line = line_bytes(cfg.first_write_bytes + cfg.second_write_bytes, self.iteration)
         self.sent_lines.append(line)
@@ -324,6 +353,14 @@ class ClientScript:
             calls.append(write(second, "write 2", "second write, ends the line", False))
         if cfg.cork:
             calls.append(cork(False))
+        if self.big_mark:
+
+            def mark(now: int, previous: int | None) -> int:
+                event = self._set_big_mark(now, previous)
+                assert event is not None
+                return event
+
+            calls.append(mark)
         return calls
 
     def _calls(

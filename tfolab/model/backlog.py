@@ -79,6 +79,7 @@ import dataclasses
 from collections.abc import Callable
 
 from tfolab.model.output import send_ack
+from tfolab.model.page_frag import MAX_SKB_FRAGS
 from tfolab.model.sock import Owner, TcpSock
 from tfolab.model.wire import Wire
 
@@ -140,7 +141,8 @@ def _merged(tail: Wire, wire: Wire) -> Wire | None:
     a skb cut in software qualifies, or one no sender keeps, as a TIME_WAIT socket's
     ACK built by ip_send_unicast_reply; two of those, the same numbers and timestamps
     within one millisecond, merge into one). The merged skb keeps the later ACK and window,
-    every flag of both, and the largest segment as gso_size."""
+    every flag of both, the largest segment as gso_size, and the fragments of both
+    (at most MAX_SKB_FRAGS)."""
     flags = {*tail.flags, *wire.flags}
     if (
         not tail.fresh
@@ -148,6 +150,7 @@ def _merged(tail: Wire, wire: Wire) -> Wire | None:
         or not {"ACK"} <= set(tail.flags) & set(wire.flags)
         or flags & {"SYN", "RST", "URG"}
         or tail.stale != wire.stale
+        or tail.frags + wire.frags > MAX_SKB_FRAGS
     ):
         return None
     later = wire.ack is not None and (tail.ack is None or wire.ack >= tail.ack)
@@ -160,6 +163,7 @@ def _merged(tail: Wire, wire: Wire) -> Wire | None:
         event_id=wire.event_id,
         what=f"{tail.what} + {wire.what}",
         gso_size=max(tail.gso_size or len(tail.payload), len(wire.payload)),
+        frags=tail.frags + wire.frags,
     )
 
 

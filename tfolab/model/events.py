@@ -77,6 +77,9 @@ class Segment:
     # the first segment of an skb tcp_transmit_skb sent (False: a later segment
     # of the same GSO packet); the domain counts packets by it, JSON leaves it out
     starts_skb: bool = True
+    # its PSH may be either way: a race on where GSO skbs end (output.py: the host's
+    # round trip decides how many segments tcp_tso_autosize allows)
+    psh_race: bool = False
 
     @property
     def time_ms(self) -> float:
@@ -108,6 +111,8 @@ class Segment:
         data["options"] = labels(self.options)
         data["window_alternatives"] = list(self.window_alternatives)
         del data["starts_skb"]
+        if not self.psh_race:
+            del data["psh_race"]
         if self.merged_ack is None:
             del data["merged_ack"], data["merged_windows"]
         else:
@@ -240,6 +245,7 @@ class Recorder:
         window: int | None = None,
         window_alternatives: tuple[int, ...] = (),
         starts_skb: bool = True,
+        psh_race: bool = False,
     ) -> Segment:
         event = Segment(
             id=self._id(),
@@ -262,6 +268,7 @@ class Recorder:
             window=window,
             window_alternatives=window_alternatives,
             starts_skb=starts_skb,
+            psh_race=psh_race,
         )
         self._add(event)
         return event

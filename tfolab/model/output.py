@@ -29,7 +29,7 @@ Rules (net/ipv4/tcp_output.c):
 
 from __future__ import annotations
 
-from tfolab.model import nagle, pacing
+from tfolab.model import nagle, pacing, tso_defer
 from tfolab.model.events import CookieInfo
 from tfolab.model.flights import Flight, ends_a_write, segment_name
 from tfolab.model.options import TcpOption, Timestamps, syn_options
@@ -57,6 +57,8 @@ def transmit(
     fresh: bool = False,
     syn_data: bool = False,
     gso_size: int = 0,
+    frags: int = 1,
+    psh_race: bool = False,
 ) -> int:
     """Put one segment on the link and record it; returns the Segment event's id.
 
@@ -65,6 +67,7 @@ def transmit(
     tcp_transmit_skb call for all of them).
     """
     env = sock.env
+    sock.wstamp_ns = max(sock.wstamp_ns, now)  # __tcp_transmit_skb: tcp_wstamp_ns
     ack = sock.rcv_nxt if "ACK" in flags else None
     if ack is not None and sock.merged_burst_end is not None:
         if sock.merged_burst_end == ack and flags == ("ACK",) and not payload:
@@ -105,6 +108,7 @@ def transmit(
         window=window,
         window_alternatives=tuple(w for w in window_alternatives if w != window),
         starts_skb=new_skb,
+        psh_race=psh_race,
     )
     offered = window if "SYN" in flags else window << env.wscale
     wire = Wire(
@@ -122,6 +126,7 @@ def transmit(
         fresh=fresh,
         syn_data=syn_data,
         gso_size=gso_size,
+        frags=frags,
     )
     env.transmit(wire, arrival)
     if ack is not None:
@@ -301,6 +306,18 @@ def queue_write(sock: TcpSock, length: int, *, msg_more: bool) -> None:
         _skb_filled(sock, pos, end, full=take == goal)
     if not msg_more:
         sock.pushed_seq = end
+    write_start = sock.write_seq
+    sock.page_frag.copy(
+        write_start, [e for e in ends if write_start < e <= end], idle=_pages_idle(sock)
+    )
+
+
+def _pages_idle(sock: TcpSock) -> bool:
+    """Is every byte this sender copied before acknowledged and read (its page's
+    refcount back to 1: skb_page_frag_refill reuses it from offset 0)?"""
+    peer = sock.peer
+    read = peer is None or not (peer.rcv_buf or peer.pre_read)
+    return sock.snd_una == sock.write_seq and not sock.unsent and read
 
 
 def _skb_filled(sock: TcpSock, pos: int, end: int, *, full: bool) -> None:
@@ -318,9 +335,12 @@ def push(
     max_segs = pacing.tso_segs(
         sock.mss_cache, sock.srtt_ns, max(sock.snd_cwnd, sock.packets_out), sock.min_rtt_ns
     )
+    if sock.env.windows_model:
+        _note_tso_race(sock, now, max_segs)
     in_skb = 0  # segments of the GSO skb being sent so far
     skb_limit = 0  # the most segments this skb may take (tcp_cwnd_test, tcp_tso_autosize)
     sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
+    sock.page_frag.forget_below(sock.snd_nxt)
     while sock.unsent and sock.can_send_data():
         if in_skb == 0:
             quota = pacing.cwnd_quota(sock.cwnd_packets_out, sock.snd_cwnd)
@@ -329,6 +349,11 @@ def push(
                     sock.env.beyond_domain.append(_CWND_FULL)
                 break
             skb_limit = quota if max_segs is None else min(quota, max_segs)
+            if sock.env.windows_model and _defers(sock, now, max_segs, force_first):
+                if sock.held_note != sock.snd_nxt:
+                    sock.held_note = sock.snd_nxt
+                    sock.note(now, _deferred(sock, quota, max_segs), caused_by, cause)
+                break
         n = min(sock.mss_cache, len(sock.unsent))
         last = n == len(sock.unsent)
         mode = nagle.SendMode(sock.nodelay, sock.cork, sock.msg_more, force_first)
@@ -389,6 +414,8 @@ def push(
             caused_by=caused_by,
             new_skb=first_of_skb,
             fresh=sock.software_gso and not (first_of_skb and ends_skb),
+            frags=sock.page_frag.frags(seq, seq + n),
+            psh_race=sock.psh_race and not (last or forced or ends_a_write(sock.marks, seq + n)),
         )
         sock.flights.append(Flight(seq, seq + n, now, force_first, event_id))
         if n < sock.mss_cache and not force_first:
@@ -400,6 +427,62 @@ def push(
         _send_fin(sock, now, cause, caused_by)
         sent = True
     return sent
+
+
+def _note_tso_race(sock: TcpSock, now: int, max_segs: int | None) -> None:
+    """Is where this train of ACKs' GSO skbs end a race? tcp_tso_autosize's segments
+    follow the pacing rate, mss x cwnd / srtt, and the real srtt is the model's plus up
+    to the host's round-trip excess (Env.rtt_excess_ns): where that excess would allow
+    one segment fewer, the skbs may end elsewhere from here to the end of the train (a
+    push more than 1 ms after the last transmit starts a new one, tcp_tso_should_defer)."""
+    if now - sock.wstamp_ns > tso_defer.NSEC_PER_MSEC:
+        sock.psh_race = False
+    if max_segs is None or sock.srtt_ns is None:
+        return
+    slower = pacing.tso_segs(
+        sock.mss_cache,
+        sock.srtt_ns + sock.env.rtt_excess_ns,
+        max(sock.snd_cwnd, sock.packets_out),
+        sock.min_rtt_ns,
+    )
+    if slower != max_segs:
+        sock.psh_race = True
+
+
+def _defers(sock: TcpSock, now: int, max_segs: int | None, force_first: bool) -> bool:
+    """tcp_write_xmit's tcp_tso_should_defer for the write queue's head skb."""
+    if max_segs is None or force_first:
+        return False
+    later_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
+    write_end = sock.snd_nxt + len(sock.unsent)
+    skb_end = min(later_ends) if later_ends else write_end
+    skb_len = skb_end - sock.snd_nxt
+    if skb_len <= sock.mss_cache:  # tcp_init_tso_segs: one segment, Nagle decides
+        return False
+    room = tso_defer.SendRoom(
+        now_ns=now,
+        wstamp_ns=sock.wstamp_ns,
+        cwnd=sock.snd_cwnd,
+        in_flight=sock.cwnd_packets_out,
+        mss=sock.mss_cache,
+        send_win=sock.snd_una + sock.snd_wnd - sock.snd_nxt,
+        snd_wnd=sock.snd_wnd,
+        skb_len=skb_len,
+        skb_is_tail=skb_end >= write_end,
+        fin_follows=sock.fin_requested and skb_end >= write_end,
+        head_sent_ns=sock.flights[0].sent_ns if sock.flights else None,
+        srtt_ns=sock.srtt_ns or 0,
+    )
+    return tso_defer.should_defer(room, max_segs)
+
+
+def _deferred(sock: TcpSock, quota: int, max_segs: int | None) -> str:
+    name = segment_name(sock.marks, sock.snd_nxt, sock.snd_nxt + sock.mss_cache)
+    return (
+        f"{name} waits for the next ACK: the congestion window has room for {quota} "
+        f"segment(s), fewer than the {max_segs} of a full GSO packet (tcp_tso_autosize), "
+        "and that ACK is due within min(srtt / 2, 1 ms) (tcp_tso_should_defer)"
+    )
 
 
 def _cut_by(sock: TcpSock, end: int, skb_limit: int, max_segs: int | None) -> str:

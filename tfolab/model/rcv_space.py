@@ -33,6 +33,9 @@ Rules, each after the kernel function it names (times do not matter here):
   tail nothing coalesces into, until the sender frees its copy: once the
   ACK covering it is processed there (tcp_clean_rtx_queue), the clone is
   the data's only user and coalescing works (`release_tail`).
+  A tail takes at most MAX_SKB_FRAGS page fragments (skb_try_coalesce): a
+  segment whose fragments (page_frag.py) do not fit starts a new skb, which
+  charges its head again.
   After it, the ratio may be re-measured (scaling era) and rcv_ssthresh
   grows by up to two MSS while memory allows; a growth grants one quick ACK
   (icsk_ack.quick |= 1). tcp_grow_window judges the sender's clone by its
@@ -64,6 +67,8 @@ from the edge.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from tfolab.model.page_frag import MAX_SKB_FRAGS
 
 TCP_RMEM_TO_WIN_SCALE = 8
 DEFAULT_RMEM = 131_072  # Linux's default net.ipv4.tcp_rmem[1]
@@ -151,6 +156,7 @@ class RcvSpace:
     tail_fresh: bool = False  # ... that is no clone, so tcp_try_coalesce may grow it
     tail_end: int = 0  # the sequence number just past that skb
     tail_room: int = 0  # its linear tailroom (a SYN's data head before 6.5; else 0)
+    tail_frags: int = 0  # its page fragments (at most MAX_SKB_FRAGS)
     ratio: int = DEFAULT_SCALING_RATIO
     window_clamp: int = 0
     rcv_ssthresh: int = 0
@@ -218,6 +224,7 @@ class RcvSpace:
         end: int = 0,
         syn_data: bool = False,
         segment: int | None = None,
+        frags: int = 1,
     ) -> bool:
         """A data segment of `length` joined the receive queue; True if it grants a quick ACK.
 
@@ -226,18 +233,21 @@ class RcvSpace:
         `fresh`: the segment is a new skb (cut in software), not the sender's clone;
         `syn_data`: the SYN's data resent in its own skb (`syn_data_truesize`);
         `segment`: the largest segment of an skb tcp_add_backlog merged (its gso_size,
-        which tcp_measure_rcv_mss compares with rcv_mss; the ratio is the skb's).
+        which tcp_measure_rcv_mss compares with rcv_mss; the ratio is the skb's);
+        `frags`: its page fragments (page_frag.py), which the tail must have room for.
         """
         linear = syn_data and self.rules.syn_data_linear
         truesize = linear_truesize(length) if linear else self.rules.skb_head_truesize + length
         if self.tail_unread and self.tail_fresh and length <= self.tail_room:
             self.tail_room -= length  # copied into the tail's head: delta_truesize 0
-        elif self.tail_unread and self.tail_fresh:
+        elif self.tail_unread and self.tail_fresh and self.tail_frags + frags <= MAX_SKB_FRAGS:
             self.rmem += length  # coalesced into the tail: its frags
+            self.tail_frags += frags
         else:
             self.rmem += truesize
             self.tail_fresh = fresh
             self.tail_room = linear_tailroom(length) if linear else 0
+            self.tail_frags = frags
         self.tail_unread = True
         self.tail_end = end
         size = length if segment is None else segment
@@ -263,6 +273,7 @@ class RcvSpace:
         self.rmem += self.syn_data_truesize(length)
         self.tail_unread = True
         self.tail_fresh = False  # the SYN's own (cloned) skb
+        self.tail_frags = 1
         self.tail_room = linear_tailroom(length) if self.rules.syn_data_linear else 0
 
     def read_all(self) -> None:

@@ -35,7 +35,6 @@ from tfolab.model import delack_timer
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
 from tfolab.model.handshake import ack_of_synack, receive_synack
 from tfolab.model.output import push, send_ack
-from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.replay import reset_stale_ack
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent, TcpState
@@ -70,7 +69,7 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
         _out_of_window(sock, now, wire)
         return
     if wire.ack is not None:
-        sock.peer_window(wire.window)  # tcp_ack_update_window: a larger offer re-syncs the MSS
+        sock.peer_window(wire.window, wire.seq, wire.ack)  # tcp_ack_update_window
     acked_new = wire.ack is not None and wire.ack > sock.snd_una
     if acked_new:
         _process_ack(sock, now, wire)
@@ -158,6 +157,7 @@ def _queue_data(sock: TcpSock, now: int, wire: Wire) -> None:
         end=sock.rcv_nxt,
         syn_data=wire.syn_data,
         segment=segment,
+        frags=wire.frags,
     ):
         sock.ack.quick |= 1  # tcp_grow_window grew rcv_ssthresh
     sock.burst.woke_reader(sock.epollin_ready)

@@ -33,6 +33,11 @@ MAX_DELAY_MS = 1000.0  # one-way delay D
 MAX_ITERATIONS = 200  # per scenario
 # The largest request or write pair: the model's limit (the native client's is 1 MiB).
 MAX_PAYLOAD_BYTES = 1_000_000
+# The lab's sockets start with this send buffer (net.ipv4.tcp_wmem[1] in its namespace,
+# Linux's default tcp_wmem[2]), so tcp_sendmsg copies a write of MAX_PAYLOAD_BYTES whole
+# (its skbs' truesize stays below sk_sndbuf) and never sleeps in sk_stream_wait_memory
+# while ACKs come back: where and when the rest of a write is copied would race the ACKs.
+SEND_BUFFER_BYTES = 4_194_304
 # replay_syn: the replay leaves this long after the connection before it is over
 # on the server (its client's close + 3D), so it reaches the listener.
 REPLAY_GAP_MS = 20.0

@@ -139,6 +139,7 @@ def simulate(
         receive_space_bytes=receive_space_bytes,
         receive_memory=receive_memory,
         app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
+        rtt_excess_ns=ms_to_ns(2 * accuracy.per_packet_delay_error_ms),
         latest_app_first=latest_app_first,
         lock_early=lock_early,
         replay_order=replay_order,

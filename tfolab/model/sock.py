@@ -39,6 +39,7 @@ from tfolab.model.events import Side, TimerAction
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
 from tfolab.model.flights import Flight, WriteMark
 from tfolab.model.pacing import TCP_INIT_CWND
+from tfolab.model.page_frag import PageFrag
 from tfolab.model.rcv_space import RcvSpace
 from tfolab.model.state import SENDS_DATA, TcpEvent, TcpState, next_state
 from tfolab.model.wire import Env, Wire
@@ -89,6 +90,10 @@ class TcpSock:
         self.pmtu_mss = min(mtu, IPV4_MAX_PMTU) - IPV4_TCP_HEADERS  # tcp_mtu_to_mss
         self.mss_base = self.pmtu_mss - TS_OPTION_BYTES  # from the MTU and the peer's option
         self.max_window = 0  # the largest window the peer offered (tp->max_window)
+        self.snd_wnd = 0  # the window the peer offers now, in bytes (tp->snd_wnd)
+        self.snd_wl1 = 0  # the peer's seq that last updated it (tcp_may_update_window)
+        self.wstamp_ns = -1  # the last transmit of any segment (tp->tcp_wstamp_ns)
+        self.psh_race = False  # this ACK train's GSO skb ends are a race (output.py)
         self.mss_window = 0  # the max_window tcp_sync_mss last bounded mss_cache with
         # the send side
         self.nodelay = nodelay
@@ -103,6 +108,7 @@ class TcpSock:
         # tcp_sendmsg_locked's skbs over the unsent bytes: where each ends, and the ends
         # forced_push marked with PSH; pushed_seq as tcp_mark_push last left it
         self.skb_ends: list[int] = []
+        self.page_frag = PageFrag()  # the pages its writes were copied into (page_frag.py)
         self.forced_psh: set[int] = set()
         self.pushed_seq = 1  # tcp_connect, tcp_create_openreq_child: ISN + 1
         self.flights: list[Flight] = []
@@ -210,10 +216,22 @@ class TcpSock:
         self.advmss -= TS_OPTION_BYTES
         self.rspace.advmss = self.advmss
 
-    def peer_window(self, window: int) -> None:
-        """tcp_ack_update_window (and the handshake): a larger offer re-syncs the MSS."""
-        if window > self.max_window:
-            self.max_window = self.mss_window = window
+    def peer_window(self, window: int, seq: int | None = None, ack: int | None = None) -> None:
+        """tcp_ack_update_window (and the handshake): the offer becomes snd_wnd where
+        tcp_may_update_window allows (an ACK that acknowledges new data, a later seq,
+        or the same seq offering more or nothing), and a larger one re-syncs the MSS."""
+        if (
+            seq is None
+            or ack is None
+            or ack > self.snd_una
+            or seq > self.snd_wl1
+            or (seq == self.snd_wl1 and (window > self.snd_wnd or window == 0))
+        ):
+            self.snd_wnd = window
+            if seq is not None:
+                self.snd_wl1 = seq
+            if window > self.max_window:
+                self.max_window = self.mss_window = window
 
     def fastopen_child_mss(self, syn_window: int) -> None:
         """A Fast Open child's MSS is synced with its SYN's window scaled.
@@ -263,23 +281,20 @@ class TcpSock:
 
     def set_rcvlowat(self, value: int) -> None:
         """setsockopt(SO_RCVLOWAT): tcp_set_rcvlowat (net/ipv4/tcp.c) keeps the mark and
-        makes room for it: where the window it converts to (tcp_space_from_win: 6.6+, by
-        the scaling ratio; before, twice the mark) is more than sk_rcvbuf, sk_rcvbuf grows
-        to it; the window clamp is raised to the mark only once there is one (6.18 and
-        the stable kernels since October 2025), so before connect() it is left to
-        tcp_connect_init."""
+        makes room for it. Where the window the mark needs is more than sk_rcvbuf gives,
+        sk_rcvbuf grows to hold it (6.18: tcp_space_from_win, by the scaling ratio; 6.1:
+        twice the mark) and the window clamp becomes the mark (6.1 always; 6.18 where a
+        clamp exists and is smaller, which it is after the handshake whenever the buffer
+        grows). The client sets a mark that needs more only after the handshake
+        (tfo-echo-client --read-whole), so no raise ever touches the SYN's window."""
         self.rcvlowat = max(value, 1)
         space = self.rspace
         needed = space.space_from_win(value)
         if needed <= space.rcvbuf:
             return
+        assert self.state is not TcpState.CLOSED, "a mark this big waits for the handshake"
         space.rcvbuf = needed
-        if self.state is TcpState.CLOSED:
-            # no clamp yet (tp->window_clamp is 0 until tcp_connect_init), and the SYN's
-            # window is chosen from the buffer as it is when connect() runs
-            space.initial_window(peer_timestamps_seen=False)
-        elif space.window_clamp < value:
-            space.window_clamp = value
+        space.window_clamp = max(space.window_clamp, value)
 
     @property
     def epollin_ready(self) -> bool:

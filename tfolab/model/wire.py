@@ -51,6 +51,8 @@ class Wire:
     # data skb); segments tcp_add_backlog merged into this skb keep their largest
     # (backlog.py); 0: one segment, its payload
     gso_size: int = 0
+    # the page fragments its payload holds (page_frag.py): one per sender page it spans
+    frags: int = 1
 
     @property
     def syn(self) -> bool:
@@ -81,6 +83,9 @@ class Env:
     # How late a real application may react to what woke it (scheduling): an
     # event the model puts at the same instant can lose a race to a timer tick.
     app_reaction_ns: int = 1_000_000
+    # How much longer than 2D a real round trip may be (the delay backend's error on
+    # each of its two packets): a socket's srtt lies in [model's, model's + this].
+    rtt_excess_ns: int = 0
     # Why this simulation left the model's domain while it ran (domain.py): a
     # state the scenario's settings alone cannot rule out, found on the way.
     beyond_domain: list[str] = field(default_factory=list)

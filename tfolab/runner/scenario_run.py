@@ -23,7 +23,12 @@ from dataclasses import dataclass
 
 from tfolab.core import native
 from tfolab.core.errors import UserError
-from tfolab.model.scenario import CAPTURE_TAIL_MS, REPLAY_GAP_MS, ScenarioConfig
+from tfolab.model.scenario import (
+    CAPTURE_TAIL_MS,
+    REPLAY_GAP_MS,
+    SEND_BUFFER_BYTES,
+    ScenarioConfig,
+)
 from tfolab.runner import netns, netstack, replay
 from tfolab.runner.capture import (
     Capture,
@@ -91,6 +96,9 @@ def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     netns.set_segmentation_offload(config.mtu >= LOOPBACK_MTU)
     netstack.write_sysctl("net.ipv4.tcp_fastopen", config.fastopen_sysctl)
     netstack.write_sysctl("net.ipv4.tcp_fastopen_key", netstack.random_fastopen_key())
+    # Every write is copied whole at once: a send() never waits for buffer space
+    # mid-answer (model/domain.py: SEND_BUFFER_BYTES).
+    netstack.write_sysctl("net.ipv4.tcp_wmem", f"4096 {SEND_BUFFER_BYTES} {SEND_BUFFER_BYTES}")
     if netstack.has_sysctl("net.ipv4.tcp_pingpong_thresh"):
         netstack.write_sysctl("net.ipv4.tcp_pingpong_thresh", config.pingpong_thresh)
     elif config.pingpong_thresh != 1:
