@@ -91,6 +91,13 @@ AUTOTUNING_ISSUE = "needs the receive-buffer autotuning model (tcp_rcv_space_adj
 # reader_race_refusal: the most a burst of several GSO packets carries and agrees
 # (five full segments at MTU 1500), measured
 RACE_FREE_BURST_BYTES = 5 * 1448
+# The window model (slow start, flow control, tcp_tso_should_defer, the receiver's
+# memory) covers an answer a read_whole client takes in one read, where measured
+# (6.18, NFQUEUE; 6.1, netem): segments cut in software, at these MTUs ...
+WHOLE_ANSWER_MTUS = (576, 1500)
+# ... up to this size, with a delay (at D = 0 the sender's skbs vary from run to run) ...
+MAX_WHOLE_ANSWER_BYTES = 300_000
+MIN_WHOLE_ANSWER_DELAY_MS = 1.0
 
 
 def mss_in_use(mtu: int) -> int:
@@ -138,7 +145,10 @@ def refusal(
 ) -> str | None:
     """Why the model cannot predict this scenario at this delay; None inside its domain."""
     for name, size in messages(config):
-        reason = _message_refusal(config, name, size, receive_memory, wscale, iterations)
+        if name == "response_bytes" and config.read_whole and _takes_slow_start(config, size):
+            reason = _whole_answer_refusal(config, size, delay_ms, iterations)
+        else:
+            reason = _message_refusal(config, name, size, receive_memory, wscale, iterations)
         if reason:
             return reason
     return _replay_refusal(config, receive_memory) or _timer_refusal(config, delay_ms)
@@ -196,6 +206,48 @@ def _message_refusal(
     return None
 
 
+def _takes_slow_start(config: ScenarioConfig, size: int) -> bool:
+    """Does a message of `size` bytes take more than the initial congestion window?"""
+    return math.ceil(size / mss_in_use(config.mtu)) > TCP_INIT_CWND
+
+
+def _whole_answer_refusal(
+    config: ScenarioConfig, size: int, delay_ms: float, iterations: int
+) -> str | None:
+    """Why the window model cannot yet predict this answer to a client that reads it
+    whole (read_whole), or None."""
+    low, high = WHOLE_ANSWER_MTUS
+    if not low <= config.mtu <= high:
+        return (
+            f"response_bytes = {size} at MTU {config.mtu} takes more than the initial "
+            f"congestion window; the window model is measured for answers read whole at "
+            f"MTUs {low} to {high} only (above, how tcp_sendmsg's pushes cut the first "
+            f"flight is not modelled yet): set mtu between {low} and {high}"
+        )
+    if size > MAX_WHOLE_ANSWER_BYTES:
+        return (
+            f"response_bytes = {size}: the window model is measured for answers read whole "
+            f"up to {MAX_WHOLE_ANSWER_BYTES} bytes (beyond, where the receiver's skbs end "
+            f"follows the sender's race on GSO packet sizes): set response_bytes to "
+            f"{MAX_WHOLE_ANSWER_BYTES} or less"
+        )
+    if delay_ms < MIN_WHOLE_ANSWER_DELAY_MS:
+        return (
+            f"response_bytes = {size} takes slow start, and at a delay of {delay_ms:g} ms "
+            f"the sender's GSO packets vary from run to run (its ACKs come back while it "
+            f"still writes): set the delay to {MIN_WHOLE_ANSWER_DELAY_MS:g} ms or more"
+        )
+    kept = config.pattern == "wwr" or not config.fresh_connection_each_iteration
+    if kept and iterations >= 2:
+        return (
+            f"response_bytes = {size} takes slow start, and on a kept connection the next "
+            f"answer starts from the congestion window the last one left "
+            f"(tcp_cwnd_validate, tcp_slow_start_after_idle), which {WINDOWS_ISSUE} "
+            f"further: use one round per connection"
+        )
+    return None
+
+
 def _timer_refusal(config: ScenarioConfig, delay_ms: float) -> str | None:
     """Why the delay puts a retransmission timer in the capture, or None."""
     if config.replay_syn and delay_ms > MAX_REPLAY_DELAY_MS:
@@ -217,7 +269,7 @@ def _timer_refusal(config: ScenarioConfig, delay_ms: float) -> str | None:
     return None
 
 
-def reader_race_refusal(events: tuple[Event, ...]) -> str | None:
+def reader_race_refusal(events: tuple[Event, ...], read_whole: bool = False) -> str | None:
     """Why a timeline's burst leaves the domain: more than half an initial window of
     segments and more than RACE_FREE_BURST_BYTES in two or more skbs, at least one of
     them a GSO packet (a boundary measured, not derived).
@@ -240,7 +292,12 @@ def reader_race_refusal(events: tuple[Event, ...]) -> str | None:
     segments: Counter[Burst] = Counter()
     sent: Counter[Burst] = Counter()
     for event in events:
-        if isinstance(event, Segment) and event.length:
+        # a client that reads the answer whole is woken once, when all of it is in
+        if (
+            isinstance(event, Segment)
+            and event.length
+            and not (read_whole and event.sender == "server")
+        ):
             burst = (event.connection, event.sender, event.sent_ms, event.caused_by)
             segments[burst] += 1
             skbs[burst] += event.starts_skb

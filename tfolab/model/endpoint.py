@@ -106,13 +106,12 @@ class TcpEndpoint:
         sock = self.sock
         sock.app_busy_until_ns = now + sock.env.app_reaction_ns  # then it blocks in read()
         sock.marks.append(WriteMark(sock.write_seq, sock.write_seq + len(data), name))
-        output.queue_write(sock, len(data), msg_more=msg_more)
-        sock.write_seq += len(data)
-        sock.unsent += data
         sock.msg_more = msg_more
+        cause = f"the application wrote {name}"
+        output.write(sock, now, data, msg_more=msg_more, cause=cause, caused_by=caused_by)
         if not sock.can_send_data():
             return
-        output.push(sock, now, cause=f"the application wrote {name}", caused_by=caused_by)
+        output.push(sock, now, cause=cause, caused_by=caused_by)
 
     def push(self, now: int, *, cause: str, caused_by: int | None) -> bool:
         """tcp_push of what is queued (a blocked sendto() resuming after the handshake)."""

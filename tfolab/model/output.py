@@ -279,37 +279,69 @@ def size_goal(sock: TcpSock) -> int:
     return max(goal // mss * mss, mss)
 
 
-def queue_write(sock: TcpSock, length: int, *, msg_more: bool) -> None:
-    """tcp_sendmsg_locked's skbs for a write of `length` bytes at sock.write_seq.
+def write(
+    sock: TcpSock,
+    now: int,
+    data: bytes,
+    *,
+    msg_more: bool,
+    cause: str,
+    caused_by: int | None,
+) -> None:
+    """tcp_sendmsg_locked: copy a write into skbs at sock.write_seq, pushing as it goes.
 
     The bytes fill the unsent tail skb up to size_goal, then new skbs of
-    size_goal. An skb that fills with more of the write to come is pushed
-    (tcp_push_one), and marked PSH when forced_push holds: more than half the
-    peer's largest window written since pushed_seq (6.1 and 6.18). The write's
-    end marks its skb PSH unless MSG_MORE (tcp_push, tcp_mark_push): that PSH
-    is the write end's (flights.ends_a_write).
+    size_goal (a write's first copy clears the tail's PSH). Each skb that fills
+    with more of the write to come is pushed at once, before the copy goes on:
+    marked PSH and all of the queue pushed when forced_push holds (more than
+    half the peer's largest window written since pushed_seq), else, where it is
+    the send head, one GSO packet of it (tcp_push_one). A push that sends part
+    of the tail leaves the rest as a shorter tail, which the copy fills to
+    size_goal again: the write's skbs end where the pushes left them, not at
+    multiples of size_goal (6.1 and 6.18), and a PSH mark rides its skb's end.
+    The write's end marks its skb PSH unless MSG_MORE (tcp_push,
+    tcp_mark_push): that PSH is the write end's (flights.ends_a_write).
     """
     goal = size_goal(sock)
-    ends = sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt] if sock.unsent else []
-    pos, end = sock.write_seq, sock.write_seq + length
-    if ends and ends[-1] == pos:
-        start = ends[-2] if len(ends) > 1 else sock.snd_nxt
-        take = min(goal - (pos - start), length)
-        if take > 0:
-            pos += take
-            ends[-1] = pos
-            _skb_filled(sock, pos, end, full=pos - start == goal)
+    start, end = sock.write_seq, sock.write_seq + len(data)
+    sock.page_frag.start_write(start, idle=_pages_idle(sock))
+    pos = start
     while pos < end:
-        take = min(goal, end - pos)
+        ends = sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
+        tail_start = (ends[-2] if len(ends) > 1 else sock.snd_nxt) if ends else pos
+        if ends and ends[-1] == pos and pos - tail_start < goal:
+            take = min(goal - (pos - tail_start), end - pos)
+            if pos in sock.forced_psh:  # the tail's PSH: cleared by a write's first
+                sock.forced_psh.discard(pos)  # copy, else it rides the tail's end
+                if pos != start:
+                    sock.forced_psh.add(pos + take)
+            ends[-1] = pos + take
+        else:
+            tail_start = pos
+            take = min(goal, end - pos)
+            ends.append(pos + take)
+        sock.page_frag.copy(pos, pos + take)
+        sock.unsent += data[pos - start : pos - start + take]
         pos += take
-        ends.append(pos)
-        _skb_filled(sock, pos, end, full=take == goal)
+        sock.write_seq = pos
+        if pos >= end or pos - tail_start < goal:
+            break
+        _skb_filled(sock, now, pos, cause, caused_by)
     if not msg_more:
         sock.pushed_seq = end
-    write_start = sock.write_seq
-    sock.page_frag.copy(
-        write_start, [e for e in ends if write_start < e <= end], idle=_pages_idle(sock)
-    )
+
+
+def _skb_filled(sock: TcpSock, now: int, pos: int, cause: str, caused_by: int | None) -> None:
+    """tcp_sendmsg_locked as an skb fills with more to copy: forced_push
+    (after(write_seq, pushed_seq + max_window / 2)) marks it PSH and pushes the
+    queue; else tcp_push_one sends one GSO packet if it is the send head."""
+    if pos > sock.pushed_seq + (sock.max_window >> 1):
+        sock.forced_psh.add(pos)
+        sock.pushed_seq = pos
+        if sock.can_send_data():
+            push(sock, now, cause=cause, caused_by=caused_by, copying=True)
+    elif [e for e in sock.skb_ends if e > sock.snd_nxt] == [pos] and sock.can_send_data():
+        push(sock, now, cause=cause, caused_by=caused_by, push_one=True, copying=True)
 
 
 def _pages_idle(sock: TcpSock) -> bool:
@@ -320,17 +352,20 @@ def _pages_idle(sock: TcpSock) -> bool:
     return sock.snd_una == sock.write_seq and not sock.unsent and read
 
 
-def _skb_filled(sock: TcpSock, pos: int, end: int, *, full: bool) -> None:
-    """forced_push: after(write_seq, pushed_seq + max_window / 2) as an skb fills."""
-    if full and pos < end and pos > sock.pushed_seq + (sock.max_window >> 1):
-        sock.forced_psh.add(pos)
-        sock.pushed_seq = pos
-
-
 def push(
-    sock: TcpSock, now: int, *, cause: str, caused_by: int | None, force_first: bool = False
+    sock: TcpSock,
+    now: int,
+    *,
+    cause: str,
+    caused_by: int | None,
+    force_first: bool = False,
+    push_one: bool = False,
+    copying: bool = False,
 ) -> bool:
-    """tcp_write_xmit: send what Nagle/cork allow, then a requested FIN; True if anything left."""
+    """tcp_write_xmit: send what Nagle/cork allow, then a requested FIN; True if anything left.
+    `push_one` (tcp_push_one): one GSO packet at most, never deferred; `copying`: a push
+    from inside tcp_sendmsg (TCP_NAGLE_PUSH), whose queue ends where the copy stands,
+    not where the write ends."""
     sent = False
     max_segs = pacing.tso_segs(
         sock.mss_cache, sock.srtt_ns, max(sock.snd_cwnd, sock.packets_out), sock.min_rtt_ns
@@ -349,14 +384,25 @@ def push(
                     sock.env.beyond_domain.append(_CWND_FULL)
                 break
             skb_limit = quota if max_segs is None else min(quota, max_segs)
-            if sock.env.windows_model and _defers(sock, now, max_segs, force_first):
+            if (
+                sock.env.windows_model
+                and not push_one
+                and _defers(sock, now, quota, max_segs, force_first)
+            ):
                 if sock.held_note != sock.snd_nxt:
                     sock.held_note = sock.snd_nxt
                     sock.note(now, _deferred(sock, quota, max_segs), caused_by, cause)
                 break
         n = min(sock.mss_cache, len(sock.unsent))
+        if sock.env.windows_model:
+            room = sock.snd_una + sock.snd_wnd - sock.snd_nxt
+            if in_skb == 0 and n > room:
+                _rwnd_limited(sock, now, n, room, caused_by, cause)
+                break
+            n = min(n, room)  # tcp_mss_split_point: a GSO packet ends at the window's edge
         last = n == len(sock.unsent)
-        mode = nagle.SendMode(sock.nodelay, sock.cork, sock.msg_more, force_first)
+        write_end = last and not copying
+        mode = nagle.SendMode(sock.nodelay, sock.cork, sock.msg_more, force_first or copying)
         reason = _hold(sock, n, last, mode, sock.packets_out, sock.snd_nxt, sock.snd_sml)
         if reason is not None:
             if sock.held_note != sock.snd_nxt:
@@ -382,23 +428,28 @@ def push(
         ends_skb = (
             last
             or in_skb == skb_limit
-            or seq + n in sock.skb_ends  # sendmsg made its skb end here
-            or _next_held(sock, seq, n, force_first, sock.packets_out + 1)
+            # sendmsg made its skb end here (from 6.10, tcp_grow_skb pulls the next
+            # skb's bytes into a head shorter than the quota)
+            or (seq + n in sock.skb_ends and not sock.env.rmem.grow_skb)
+            or (not copying and _next_held(sock, seq, n, force_first, sock.packets_out + 1))
+            or (sock.env.windows_model and _window_ends_skb(sock, seq + n))
         )
         gso_psh = ends_skb and in_skb > 1
-        forced = seq + n in sock.forced_psh
+        # a forced_push PSH marks its sendmsg skb; from 6.10 a GSO packet grown past that
+        # skb's end carries the flag to its own end (tcp_grow_skb, tcp_eat_one_skb)
+        forced = seq + n in sock.forced_psh and (ends_skb or not sock.env.rmem.grow_skb)
         if forced and not ends_a_write(sock.marks, seq + n):
             why += (
                 f"; PSH: forced_push (more than half the peer's largest window, "
                 f"{sock.max_window >> 1} B, written since the last PSH)"
             )
-        elif gso_psh and not last and not ends_a_write(sock.marks, seq + n):
+        elif gso_psh and not write_end and not ends_a_write(sock.marks, seq + n):
             why += (
                 f"; PSH: the last of a {in_skb}-segment GSO packet "
                 f"({_cut_by(sock, seq + n, skb_limit, max_segs)}; "
                 "__tcp_transmit_skb forces PSH on GSO packets)"
             )
-        psh = last or ends_a_write(sock.marks, seq + n) or gso_psh or forced
+        psh = write_end or ends_a_write(sock.marks, seq + n) or gso_psh or forced
         if ends_skb:
             in_skb = 0
         flags = ("ACK", "PSH") if psh else ("ACK",)
@@ -415,15 +466,21 @@ def push(
             new_skb=first_of_skb,
             fresh=sock.software_gso and not (first_of_skb and ends_skb),
             frags=sock.page_frag.frags(seq, seq + n),
-            psh_race=sock.psh_race and not (last or forced or ends_a_write(sock.marks, seq + n)),
+            psh_race=sock.psh_race
+            and not (write_end or ends_a_write(sock.marks, seq + n))
+            and not (
+                forced and not sock.env.rmem.grow_skb  # before 6.10 skbs end at the mark
+            ),
         )
         sock.flights.append(Flight(seq, seq + n, now, force_first, event_id))
         if n < sock.mss_cache and not force_first:
             sock.snd_sml = seq + n  # tcp_minshall_update
         force_first = False
         sent = True
+        if push_one and in_skb == 0:
+            break  # tcp_push_one: one GSO packet
     sock.max_packets_out = max(sock.max_packets_out, sock.cwnd_packets_out)  # tcp_cwnd_validate
-    if not sock.unsent and sock.fin_requested and not sock.fin_sent:
+    if not sock.unsent and sock.fin_requested and not sock.fin_sent and not copying:
         _send_fin(sock, now, cause, caused_by)
         sent = True
     return sent
@@ -449,13 +506,56 @@ def _note_tso_race(sock: TcpSock, now: int, max_segs: int | None) -> None:
         sock.psh_race = True
 
 
-def _defers(sock: TcpSock, now: int, max_segs: int | None, force_first: bool) -> bool:
-    """tcp_write_xmit's tcp_tso_should_defer for the write queue's head skb."""
+def _rwnd_limited(
+    sock: TcpSock, now: int, n: int, room: int, caused_by: int | None, cause: str
+) -> None:
+    """tcp_snd_wnd_test: the next skb's first segment does not fit in the peer's window."""
+    if sock.held_note != sock.snd_nxt:
+        sock.held_note = sock.snd_nxt
+        name = segment_name(sock.marks, sock.snd_nxt, sock.snd_nxt + n)
+        sock.note(
+            now,
+            f"{name} ({n} B) waits: the peer's receive window has room for {max(room, 0)} B "
+            "(tcp_snd_wnd_test)",
+            caused_by,
+            cause,
+        )
+    if not sock.flights:
+        sock.env.beyond_domain.append(_ZERO_WINDOW)
+
+
+def _window_ends_skb(sock: TcpSock, end: int) -> bool:
+    """tcp_mss_split_point: does the GSO packet end at `end` because the next segment
+    is past the window's edge? A part of it still goes in this packet where Nagle lets
+    a partial segment go (tcp_nagle_check: no small segment unacknowledged, no cork)."""
+    rest = len(sock.unsent)
+    if rest <= 0:
+        return False
+    room = sock.snd_una + sock.snd_wnd - end
+    following = min(sock.mss_cache, rest)
+    if following <= room:
+        return False
+    if room <= 0:
+        return True
+    held = sock.cork or (
+        not sock.nodelay
+        and bool(sock.flights)
+        and nagle.minshall_check(sock.snd_sml, sock.snd_una, end)
+    )
+    return held
+
+
+def _defers(sock: TcpSock, now: int, quota: int, max_segs: int | None, force_first: bool) -> bool:
+    """tcp_write_xmit's tcp_tso_should_defer for the write queue's head skb, as
+    tcp_grow_skb left it from 6.10 (grown to the quota from the skbs after it)."""
     if max_segs is None or force_first:
         return False
     later_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
     write_end = sock.snd_nxt + len(sock.unsent)
     skb_end = min(later_ends) if later_ends else write_end
+    if sock.env.rmem.grow_skb:
+        grown = sock.snd_nxt + min(quota, max_segs) * sock.mss_cache
+        skb_end = max(skb_end, min(grown, write_end))
     skb_len = skb_end - sock.snd_nxt
     if skb_len <= sock.mss_cache:  # tcp_init_tso_segs: one segment, Nagle decides
         return False
@@ -493,6 +593,11 @@ def _cut_by(sock: TcpSock, end: int, skb_limit: int, max_segs: int | None) -> st
         return "tcp_cwnd_test gives one skb at most half the congestion window"
     return "tcp_tso_autosize cuts the write there"
 
+
+_ZERO_WINDOW = (
+    "a sender waits for its peer's receive window with nothing in flight: the persist "
+    "timer (tcp_probe_timer, window probes) is not in the model yet"
+)
 
 _CWND_FULL = (
     "a sender filled its initial congestion window of "

@@ -35,20 +35,21 @@ class PageFrag:
     offset: int = PAGE_FRAG_BYTES  # no page yet: the first copy takes a fresh one
     page_starts: list[int] = field(default_factory=list)
 
-    def copy(self, seq: int, chunk_ends: list[int], *, idle: bool) -> None:
-        """Copy the bytes from `seq` to the last of `chunk_ends` (the ends of the skbs
-        they fill, in order); `idle`: nothing copied earlier is still held."""
+    def start_write(self, seq: int, *, idle: bool) -> None:
+        """A write begins at `seq`; `idle`: nothing copied before is still held."""
         if idle:
             self.offset = 0
             self.page_starts.append(seq)
-        for end in chunk_ends:
-            while seq < end:
-                if PAGE_FRAG_BYTES - self.offset < MIN_COPY_ROOM:
-                    self.offset = 0
-                    self.page_starts.append(seq)
-                take = min(end - seq, PAGE_FRAG_BYTES - self.offset)
-                self.offset += take
-                seq += take
+
+    def copy(self, seq: int, end: int) -> None:
+        """Copy the bytes [seq, end), which go into one skb, chunk by chunk."""
+        while seq < end:
+            if PAGE_FRAG_BYTES - self.offset < MIN_COPY_ROOM:
+                self.offset = 0
+                self.page_starts.append(seq)
+            take = min(end - seq, PAGE_FRAG_BYTES - self.offset)
+            self.offset += take
+            seq += take
 
     def frags(self, seq: int, end: int) -> int:
         """The page fragments a segment of the bytes [seq, end) holds."""

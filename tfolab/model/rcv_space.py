@@ -91,6 +91,9 @@ class ReceiveMemory:
     # 6.7+: an ACK due while the socket's backlog is processed is deferred to
     # tcp_release_cb (TCP_ACK_DEFERRED, sysctl tcp_backlog_ack_defer), one for the batch
     backlog_ack_defer: bool = True
+    # 6.10+: tcp_write_xmit grows the head skb from the next one up to the congestion
+    # window's quota (tcp_grow_skb), so GSO packets cross the skbs sendmsg made
+    grow_skb: bool = True
 
     def describe(self) -> str:
         way = "scaling_ratio" if self.scaling_ratio else "tcp_adv_win_scale 1"
@@ -108,6 +111,8 @@ def receive_memory_for(release: tuple[int, int], rmem_default: int, rmem_max: in
         syn_data_linear=release < (6, 5),
         # "tcp: defer regular ACK while processing socket backlog" (6.7)
         backlog_ack_defer=release >= (6, 7),
+        # "tcp: try to send bigger TSO packets" (6.10)
+        grow_skb=release >= (6, 10),
     )
 
 

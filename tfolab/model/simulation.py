@@ -176,7 +176,7 @@ def left_domain(world: World) -> str | None:
     before the run: a congestion window grown in slow start, a reader race); None if not."""
     if world.env.beyond_domain:
         return world.env.beyond_domain[0]
-    return domain.reader_race_refusal(world.recorder.timeline())
+    return domain.reader_race_refusal(world.recorder.timeline(), world.config.read_whole)
 
 
 def _again(
