@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.fuzz import realistic
+from tests.fuzz import realistic, windows
 from tests.fuzz.differential import Outcome, kernel_lines, run_judged, shrink
 from tests.fuzz.space import Case, cases
 
@@ -30,6 +30,7 @@ from tests.fuzz.space import Case, cases
 SPACES = {
     "uniform": (cases, shrink),
     "realistic": (realistic.realistic_cases, realistic.shrink_all),
+    "windows": (windows.windows_cases, realistic.shrink_all),
 }
 
 

@@ -109,8 +109,10 @@ class ClientScript:
         self.on_round(self.iteration)
         answer = answer_size(cfg)
         # the warm-up reads as it always does; a mark above half the buffer waits for the
-        # handshake (_expect), as tfo-echo-client --read-whole does
-        if cfg.read_whole and self.iteration != 0 and 2 * answer <= self.ep.sock.rspace.rcvbuf:
+        # handshake (_expect), as tfo-echo-client --read-whole does, except a Fast Open
+        # client's: its answer may arrive right behind the SYN-ACK
+        fits = 2 * answer <= self.ep.sock.rspace.rcvbuf
+        if cfg.read_whole and self.iteration != 0 and (fits or cfg.client_fastopen != "off"):
             caused_by = self.call(
                 now,
                 "setsockopt",

@@ -93,11 +93,18 @@ AUTOTUNING_ISSUE = "needs the receive-buffer autotuning model (tcp_rcv_space_adj
 RACE_FREE_BURST_BYTES = 5 * 1448
 # The window model (slow start, flow control, tcp_tso_should_defer, the receiver's
 # memory) covers an answer a read_whole client takes in one read, where measured
-# (6.18, NFQUEUE; 6.1, netem): segments cut in software, at these MTUs ...
-WHOLE_ANSWER_MTUS = (576, 1500)
-# ... up to this size, with a delay (at D = 0 the sender's skbs vary from run to run) ...
-MAX_WHOLE_ANSWER_BYTES = 300_000
-MIN_WHOLE_ANSWER_DELAY_MS = 1.0
+# (6.18, NFQUEUE, and 6.1, netem; 20 kB to 1 MB at D = 1, 10 and 75 ms): segments
+# cut in software at MTUs up to 32000 (above, the MSS starts bounded by half the
+# first window and grows while the answer is queued, tcp_sync_mss) ...
+WHOLE_ANSWER_MTUS = (128, 32_000)
+# ... up to this many segments (1316 agree; at 1908 the host's own packet rate
+# stretches the round trip, and with it the GSO sizes, past the model's band) ...
+MAX_WHOLE_ANSWER_SEGMENTS = 1300
+# ... with a delay: at D = 0 the sender's GSO packets vary from run to run, and at
+# 1.25 ms a Fast Open answer of 1 MB at MTU 9000 did not agree (its ACK trains
+# spread over half a millisecond, against tcp_tso_should_defer's 1 ms thresholds);
+# from 2 ms on it did.
+MIN_WHOLE_ANSWER_DELAY_MS = 2.0
 
 
 def mss_in_use(mtu: int) -> int:
@@ -146,7 +153,7 @@ def refusal(
     """Why the model cannot predict this scenario at this delay; None inside its domain."""
     for name, size in messages(config):
         if name == "response_bytes" and config.read_whole and _takes_slow_start(config, size):
-            reason = _whole_answer_refusal(config, size, delay_ms, iterations)
+            reason = _whole_answer_refusal(config, size, delay_ms, iterations, receive_memory)
         else:
             reason = _message_refusal(config, name, size, receive_memory, wscale, iterations)
         if reason:
@@ -212,30 +219,45 @@ def _takes_slow_start(config: ScenarioConfig, size: int) -> bool:
 
 
 def _whole_answer_refusal(
-    config: ScenarioConfig, size: int, delay_ms: float, iterations: int
+    config: ScenarioConfig,
+    size: int,
+    delay_ms: float,
+    iterations: int,
+    receive_memory: ReceiveMemory,
 ) -> str | None:
-    """Why the window model cannot yet predict this answer to a client that reads it
-    whole (read_whole), or None."""
+    """Why the window model cannot yet predict this answer, beyond the initial
+    congestion window, to a client that reads it whole (read_whole), or None."""
     low, high = WHOLE_ANSWER_MTUS
     if not low <= config.mtu <= high:
         return (
-            f"response_bytes = {size} at MTU {config.mtu} takes more than the initial "
-            f"congestion window; the window model is measured for answers read whole at "
-            f"MTUs {low} to {high} only (above, how tcp_sendmsg's pushes cut the first "
-            f"flight is not modelled yet): set mtu between {low} and {high}"
+            f"response_bytes = {size} takes slow start; at MTU {config.mtu} the sender's "
+            f"MSS starts at half the first window and grows while the answer is queued "
+            f"(tcp_sync_mss), which the window model does not follow yet: it is measured "
+            f"at MTUs {low} to {high}; set mtu to {high} or less"
         )
-    if size > MAX_WHOLE_ANSWER_BYTES:
+    segments = math.ceil(size / mss_in_use(config.mtu))
+    if segments > MAX_WHOLE_ANSWER_SEGMENTS:
+        most = MAX_WHOLE_ANSWER_SEGMENTS * mss_in_use(config.mtu)
         return (
-            f"response_bytes = {size}: the window model is measured for answers read whole "
-            f"up to {MAX_WHOLE_ANSWER_BYTES} bytes (beyond, where the receiver's skbs end "
-            f"follows the sender's race on GSO packet sizes): set response_bytes to "
-            f"{MAX_WHOLE_ANSWER_BYTES} or less"
+            f"response_bytes = {size} is {segments} segments at MTU {config.mtu}; beyond "
+            f"{MAX_WHOLE_ANSWER_SEGMENTS} the host's own packet rate stretches the round "
+            f"trip, and with it the GSO packets' sizes, past what the model predicts: set "
+            f"response_bytes to {most} or less, or a larger mtu"
         )
     if delay_ms < MIN_WHOLE_ANSWER_DELAY_MS:
         return (
             f"response_bytes = {size} takes slow start, and at a delay of {delay_ms:g} ms "
-            f"the sender's GSO packets vary from run to run (its ACKs come back while it "
-            f"still writes): set the delay to {MIN_WHOLE_ANSWER_DELAY_MS:g} ms or more"
+            f"the sender's GSO packets follow how its ACKs' arrivals spread on the host "
+            f"(tcp_tso_should_defer decides within 1 ms): set the delay to "
+            f"{MIN_WHOLE_ANSWER_DELAY_MS:g} ms or more"
+        )
+    if config.client_fastopen != "off" and not receive_memory.scaling_ratio:
+        return (
+            f"response_bytes = {size} read whole by a Fast Open client: its mark goes in "
+            f"before the SYN, and before 6.6 tcp_set_rcvlowat then sets the window clamp, "
+            f"which picks the SYN's window scale (1 for 100 kB), which the model does not "
+            f"follow: on this kernel use client_fastopen = off, or response_bytes of at "
+            f"most half the receive buffer"
         )
     kept = config.pattern == "wwr" or not config.fresh_connection_each_iteration
     if kept and iterations >= 2:
@@ -243,7 +265,8 @@ def _whole_answer_refusal(
             f"response_bytes = {size} takes slow start, and on a kept connection the next "
             f"answer starts from the congestion window the last one left "
             f"(tcp_cwnd_validate, tcp_slow_start_after_idle), which {WINDOWS_ISSUE} "
-            f"further: use one round per connection"
+            f"further: use one round per connection (one iteration, or a lab that opens a "
+            f"connection per iteration)"
         )
     return None
 

@@ -395,7 +395,7 @@ def push(
                 break
         n = min(sock.mss_cache, len(sock.unsent))
         if sock.env.windows_model:
-            room = sock.snd_una + sock.snd_wnd - sock.snd_nxt
+            room = sock.wnd_end - sock.snd_nxt
             if in_skb == 0 and n > room:
                 _rwnd_limited(sock, now, n, room, caused_by, cause)
                 break
@@ -531,7 +531,7 @@ def _window_ends_skb(sock: TcpSock, end: int) -> bool:
     rest = len(sock.unsent)
     if rest <= 0:
         return False
-    room = sock.snd_una + sock.snd_wnd - end
+    room = sock.wnd_end - end
     following = min(sock.mss_cache, rest)
     if following <= room:
         return False
@@ -565,7 +565,7 @@ def _defers(sock: TcpSock, now: int, quota: int, max_segs: int | None, force_fir
         cwnd=sock.snd_cwnd,
         in_flight=sock.cwnd_packets_out,
         mss=sock.mss_cache,
-        send_win=sock.snd_una + sock.snd_wnd - sock.snd_nxt,
+        send_win=sock.wnd_end - sock.snd_nxt,
         snd_wnd=sock.snd_wnd,
         skb_len=skb_len,
         skb_is_tail=skb_end >= write_end,

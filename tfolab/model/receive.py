@@ -68,17 +68,21 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
     if sock.state is not TcpState.SYN_RECV and wire.seq + len(wire.payload) < sock.rcv_wup:
         _out_of_window(sock, now, wire)
         return
+    window_before = sock.snd_wnd
     if wire.ack is not None:
         sock.peer_window(wire.window, wire.seq, wire.ack)  # tcp_ack_update_window
     acked_new = wire.ack is not None and wire.ack > sock.snd_una
+    # tcp_data_snd_check runs for every ACK: a window update alone releases data too
+    opened = sock.snd_wnd > window_before
     if acked_new:
         _process_ack(sock, now, wire)
     if wire.payload:
         _queue_data(sock, now, wire)
     if wire.fin and wire.seq + len(wire.payload) == sock.rcv_nxt:
         _process_fin(sock, now, wire)
-    if acked_new and (sock.unsent or (sock.fin_requested and not sock.fin_sent)):
-        push(sock, now, cause=f"released: ACK {wire.ack} arrived", caused_by=wire.event_id)
+    if (acked_new or opened) and (sock.unsent or (sock.fin_requested and not sock.fin_sent)):
+        why = f"ACK {wire.ack} arrived" if acked_new else f"the window opened to {sock.snd_wnd} B"
+        push(sock, now, cause=f"released: {why}", caused_by=wire.event_id)
     if sock.ack.scheduled:
         delack_timer.ack_snd_check(sock, now, wire)
     if not sock.more_in_burst:

@@ -252,6 +252,13 @@ class TcpSock:
         return max(hint, TCP_MIN_MSS)
 
     @property
+    def wnd_end(self) -> int:
+        """tcp_wnd_end: snd_una + snd_wnd. A Fast Open child starts at snd_una = ISN + 1
+        (tcp_create_openreq_child): its SYN-ACK, which `flights` keeps, is not its own."""
+        una = max(self.snd_una, 1) if self.tfo_child else self.snd_una
+        return una + self.snd_wnd
+
+    @property
     def packets_out(self) -> int:
         return len(self.flights)
 
@@ -285,15 +292,21 @@ class TcpSock:
         sk_rcvbuf grows to hold it (6.18: tcp_space_from_win, by the scaling ratio; 6.1:
         twice the mark) and the window clamp becomes the mark (6.1 always; 6.18 where a
         clamp exists and is smaller, which it is after the handshake whenever the buffer
-        grows). The client sets a mark that needs more only after the handshake
-        (tfo-echo-client --read-whole), so no raise ever touches the SYN's window."""
+        grows). tfo-echo-client --read-whole sets a mark that needs more after the
+        handshake, except as a Fast Open client, whose mark goes in before its SYN: from
+        6.6 there is no clamp to raise yet (tp->window_clamp is 0 until
+        tcp_connect_init), so only the buffer grows, and the SYN's window is chosen from
+        it (before 6.6 the clamp would pick the SYN's window scale: domain.py)."""
         self.rcvlowat = max(value, 1)
         space = self.rspace
         needed = space.space_from_win(value)
         if needed <= space.rcvbuf:
             return
-        assert self.state is not TcpState.CLOSED, "a mark this big waits for the handshake"
         space.rcvbuf = needed
+        if self.state is TcpState.CLOSED:
+            assert space.rules.scaling_ratio, "before 6.6 the raise sets the SYN's clamp"
+            space.initial_window(peer_timestamps_seen=False)
+            return
         space.window_clamp = max(space.window_clamp, value)
 
     @property

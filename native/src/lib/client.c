@@ -377,17 +377,21 @@ static int open_socket(struct client_run *r, struct tfl_sample *s)
         rc = errno;
     if (rc == 0 && cfg->fastopen == TFL_FASTOPEN_CONNECT)
         rc = set_int_opt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1);
-    /* The mark goes in before connect() only where it fits in half the buffer, so that
+    /* The mark goes in before connect() where it fits in half the buffer, so that
      * tcp_set_rcvlowat changes nothing but the mark.  A larger one would raise sk_rcvbuf,
      * and 6.1 also sets the window clamp to it, which picks the SYN's window scale
      * (1 for 100 kB); it is set after the handshake instead, before the first read
-     * (wait_for_rest), where every kernel keeps the scale it announced. */
+     * (wait_for_rest), where every kernel keeps the scale it announced.  A Fast Open
+     * client sets it before its SYN whatever its size: the answer to data in the SYN
+     * arrives right behind the SYN-ACK, and a mark set once connect() or sendto()
+     * returns would race its first segments (from 6.6 the raise only grows sk_rcvbuf
+     * before connect(), so the SYN offers a larger window and keeps its scale). */
     if (rc == 0 && cfg->read_whole) {
         int rcvbuf = 0;
         socklen_t len = sizeof rcvbuf;
         if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len) != 0)
             rc = errno;
-        else if (r->expected_len <= (size_t)rcvbuf / 2)
+        else if (r->expected_len <= (size_t)rcvbuf / 2 || cfg->fastopen != TFL_FASTOPEN_OFF)
             rc = set_int_opt(fd, SOL_SOCKET, SO_RCVLOWAT, (int)r->expected_len);
     }
     if (rc != 0) {
