@@ -25,9 +25,11 @@ ALLOWED = {
     "runner/test_turn.py": (1, "needs two CPUs to keep one free: CI's size, not its software"),
     "serve/test_serve_probe.py": (1, "its seccomp filter knows x86_64 and aarch64 only"),
     "native/test_read_whole.py": (
-        1,
+        2,
         "repeatable windows are shown on 6.6+ only: in CI's 6.1 VM the last flight's ACKs "
-        "differed, not yet explained (TCP-NOTES); a finding to close, not a machine need",
+        "differed, not yet explained (TCP-NOTES); a finding to close, not a machine need; "
+        "and a Fast Open client's mark before its SYN is a 6.6+ behaviour (before, the "
+        "model refuses it: domain.py), so that check is about the kernel, not the machine",
     ),
 }
 SKIPS = {"skip", "skipif", "importorskip", "SkipTest"}

@@ -16,7 +16,7 @@ from tfolab.lab import packets
 from tfolab.lab.catalog import find_lab
 from tfolab.lab.packet_rows import captured_rows, model_rows, model_starts
 from tfolab.lab.plan import plan
-from tfolab.model import Simulation, simulate
+from tfolab.model import Accuracy, Simulation, simulate
 from tfolab.model.captured import CapturedRow
 from tfolab.model.loop import ReaderChoice
 from tfolab.model.rcv_space import ReceiveMemory, receive_memory_for
@@ -34,13 +34,18 @@ def load(name: str) -> tuple[float, list[CapturedRow]]:
 
 
 def model(
-    lab: str, scenario: str, settings: dict[str, str], iterations: int, delay_ms: float
+    lab: str,
+    scenario: str,
+    settings: dict[str, str],
+    iterations: int,
+    delay_ms: float,
+    accuracy: Accuracy | None = None,
 ) -> Simulation:
-    """The scenario as the model predicts it on this host."""
+    """The scenario as the model predicts it on this host (`accuracy`: the backend's)."""
     rules = dataclasses.replace(
         receive_memory_for((6, 18), RMEM[1], RMEM[2]), skb_head_truesize=SKB_HEAD
     )
-    return simulate_lab(lab, scenario, settings, iterations, delay_ms, rules)
+    return simulate_lab(lab, scenario, settings, iterations, delay_ms, rules, accuracy)
 
 
 def simulate_lab(
@@ -50,9 +55,11 @@ def simulate_lab(
     iterations: int,
     delay_ms: float,
     memory: ReceiveMemory,
+    accuracy: Accuracy | None = None,
 ) -> Simulation:
     """A lab's scenario, planned as `tfolab run` plans it, through the model at HZ 250
-    with `memory`'s buffers (the host's here, the VM's in vm_captures.py)."""
+    with `memory`'s buffers (the host's here, the VM's in vm_captures.py) and, where
+    given, the delay backend's accuracy (it sets the band of the round-trip races)."""
     (planned,) = plan(find_lab(lab), scenario, iterations, settings, delay_ms=delay_ms).scenarios
     return simulate(
         planned.config,
@@ -61,6 +68,7 @@ def simulate_lab(
         hz=250,
         receive_space_bytes=memory.rmem_max,
         receive_memory=memory,
+        **({} if accuracy is None else {"accuracy": accuracy}),
     )
 
 

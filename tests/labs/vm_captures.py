@@ -7,7 +7,7 @@ HZ 250. The host's counterpart is tests/labs/host_captures.py.
 from __future__ import annotations
 
 from tests.labs.host_captures import load, simulate_lab
-from tfolab.model import Simulation
+from tfolab.model import Accuracy, Simulation
 from tfolab.model.rcv_space import receive_memory_for
 
 RMEM = (4096, 131072, 6291456)
@@ -23,8 +23,9 @@ def model(
     delay_ms: float,
     iterations: int = 3,
     release: tuple[int, int] = LINUX_6_1,
+    accuracy: Accuracy | None = None,
 ) -> Simulation:
     """The scenario as the model predicts it in the VM (or, with `release`, on another
     kernel generation with the VM's buffers)."""
     memory = receive_memory_for(release, RMEM[1], RMEM[2])
-    return simulate_lab(lab, scenario, settings, iterations, delay_ms, memory)
+    return simulate_lab(lab, scenario, settings, iterations, delay_ms, memory, accuracy)

@@ -142,3 +142,49 @@ def test_a_whole_answer_reader_is_not_stuck_when_the_window_closes_first() -> No
     _skip_where_not_shown()
     signatures = list(by_port.values())
     assert signatures[1:] == signatures[:1] * (CONNECTIONS - 1), signatures
+
+
+def _syn_windows(fastopen: str) -> list[int]:
+    """The window field of each SYN a --read-whole client sends for a 100 kB answer."""
+    subprocess.run(["ip", "link", "set", "lo", "mtu", "1500"], check=True, timeout=10)
+    capture = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    windows: list[int] = []
+    try:
+        capture.bind(("lo", 0))
+        flags = ("--mode", "line", "--response-bytes", str(ANSWER_BYTES))
+        with echo_server(*flags) as (_, port):
+            samples = native.run_client(
+                native.ClientOptions(
+                    port=port, response_bytes=ANSWER_BYTES, read_whole=True, fastopen=fastopen
+                )
+            )
+        assert [s.error for s in samples] == [None]
+        capture.setblocking(False)
+        while True:
+            try:
+                frame, address = capture.recvfrom(1 << 17)
+            except BlockingIOError:
+                break
+            tcp = frame[14 + (frame[14] & 15) * 4 :]
+            destination, flags_byte = struct.unpack("!H", tcp[2:4])[0], tcp[13]
+            if address[2] == socket.PACKET_OUTGOING and destination == port and flags_byte & 2:
+                windows.append(struct.unpack("!H", tcp[14:16])[0])
+    finally:
+        capture.close()
+    return windows
+
+
+def test_a_fast_open_client_sets_its_mark_before_the_syn() -> None:
+    """A plain client sets a mark above half the buffer after the handshake: its SYN
+    offers the usual window. A Fast Open client, whose answer may follow the SYN-ACK
+    at once, sets it before connect(): from 6.6 tcp_set_rcvlowat grows sk_rcvbuf there
+    (no clamp yet), and the SYN offers the larger window (capped at 65535)."""
+    if shutil.which("ip") is None:
+        require_or_skip("ip", "iproute2 sets the namespace's MTU")
+    if kernel_version() < (6, 6):
+        pytest.skip(
+            f"before 6.6 the mark before connect() sets the window clamp too, so the "
+            f"model refuses Fast Open whole answers there (domain.py); on {kernel_release()}"
+        )
+    assert run_in_netns(_syn_windows, "off", timeout=30.0) == [64240]
+    assert run_in_netns(_syn_windows, "connect", timeout=30.0) == [65535]

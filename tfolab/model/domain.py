@@ -97,9 +97,10 @@ RACE_FREE_BURST_BYTES = 5 * 1448
 # cut in software at MTUs up to 32000 (above, the MSS starts bounded by half the
 # first window and grows while the answer is queued, tcp_sync_mss) ...
 WHOLE_ANSWER_MTUS = (128, 32_000)
-# ... up to this many segments (1316 agree; at 1908 the host's own packet rate
-# stretches the round trip, and with it the GSO sizes, past the model's band) ...
-MAX_WHOLE_ANSWER_SEGMENTS = 1300
+# ... up to this many segments (1316 agree at D = 1, 10 and 75 ms; at 1908 the
+# host's own packet rate stretches the round trip, and with it the GSO sizes,
+# past the model's band) ...
+MAX_WHOLE_ANSWER_SEGMENTS = 1316  # 100 kB at MTU 128
 # ... with a delay: at D = 0 the sender's GSO packets vary from run to run, and at
 # 1.25 ms a Fast Open answer of 1 MB at MTU 9000 did not agree (its ACK trains
 # spread over half a millisecond, against tcp_tso_should_defer's 1 ms thresholds);
