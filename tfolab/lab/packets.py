@@ -72,7 +72,12 @@ from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts
 from tfolab.model import Simulation
 from tfolab.model.captured import CapturedRow
 from tfolab.model.loop import LockPoint, ReaderChoice
-from tfolab.model.simulation import other_app_order, other_replay_orders, with_lock_early
+from tfolab.model.simulation import (
+    ModelInputError,
+    other_app_order,
+    other_replay_orders,
+    with_lock_early,
+)
 
 # the most simulations the search for the readers' lock points may run (_reader_races):
 # 160 missed a Fast Open child's 5-segment answer at MTU 9000, D = 0 (a capture that 300
@@ -166,7 +171,10 @@ def compare(
     chosen, aligned, model = _reader_races(sim, *against(sim), against)
     orders_named = orders_used = 0
     for race in (_other_app_order, other_replay_orders):
-        outcomes = race(chosen)
+        try:
+            outcomes = race(chosen)
+        except ModelInputError:  # that order leaves the model's domain: no race to offer
+            continue
         if not outcomes:
             continue
         orders_named += 1  # one race, however many other outcomes it has
@@ -225,7 +233,7 @@ def _reader_races(
             return None
         tried.add(choice)
         budget[0] -= 1
-        return with_lock_early(sim, choice)
+        return _within_domain(sim, choice)
 
     while any(wrong) and budget[0] > FEWEST_RESERVE:
         found = _one_more_point((sim, aligned, model, wrong), attempt, against)
@@ -241,6 +249,16 @@ def _reader_races(
 
 
 _Outcome = tuple[Simulation, list[Pair], list[Row], tuple[int, int]]
+
+
+def _within_domain(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation | None:
+    """`sim` with the readers taking their sockets at `lock_early`; None where that
+    outcome leaves the model's domain on its way (say, a sender then waits on a closed
+    window with nothing in flight): no race the model can offer."""
+    try:
+        return with_lock_early(sim, lock_early)
+    except ModelInputError:
+        return None
 
 
 def _one_more_point(
@@ -344,7 +362,9 @@ def _fewest(
             break
         budget[0] -= 1
         drop = {choice} | _opened_by(sim.lock_early, choice)
-        fewer = with_lock_early(sim, sim.lock_early - drop)
+        fewer = _within_domain(sim, sim.lock_early - drop)
+        if fewer is None:
+            continue
         fewer_aligned, fewer_model = against(fewer)
         if _cost(fewer_aligned) <= wrong:
             sim, aligned, model = fewer, fewer_aligned, fewer_model
