@@ -89,8 +89,9 @@ class Env:
     # Why this simulation left the model's domain while it ran (domain.py): a
     # state the scenario's settings alone cannot rule out, found on the way.
     beyond_domain: list[str] = field(default_factory=list)
-    # WIP (branch windows): the congestion window grows in slow start instead of ending
-    # the domain (set for read_whole runs while the window model is built)
+    # The window model's sender (slow start, flow control, tcp_tso_should_defer, the
+    # GSO-size race) runs for a client that reads each answer whole (read_whole);
+    # elsewhere a grown congestion window still ends the domain.
     windows_model: bool = False
 
     def count(self, name: str, counting: bool) -> None:
