@@ -67,8 +67,9 @@ def test_a_larger_budget(delaying_machine: LabMachine, request: pytest.FixtureRe
     budget = float(os.environ.get("TFOLAB_FUZZ_BUDGET_S", "900"))
     backend = os.environ.get("TFOLAB_FUZZ_BACKEND", "auto")
     timing = os.environ.get("TFOLAB_FUZZ_TIMING", "on") != "off"
+    space = os.environ.get("TFOLAB_FUZZ_SPACE", "uniform")  # report.SPACES: also windows
     started = time.monotonic()
-    figures = explore(seed, count, backend=backend, budget_s=budget, timing=timing)
+    figures = explore(seed, count, backend=backend, budget_s=budget, timing=timing, space=space)
     print_figures(figures)
     for repeat in figures["timing_repeats"]:  # type: ignore[attr-defined]
         reason = repeat_reason(repeat["command"], repeat["first"], repeat["then"])

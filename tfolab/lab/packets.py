@@ -634,7 +634,28 @@ def _direction(model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pai
     nothing, an optional model row left out (the race went the other way)
     nothing, and a changed, missing or extra segment one each. Every step of
     the cheapest alignment becomes a Pair, with its disagreement.
+
+    The rows both sides state alike from the start are paired first, without
+    the quadratic table: where the first model row (no optional one) stands for
+    the first captured row, some cheapest alignment pairs them (pairing them
+    instead of any other choice costs no more), and the table's own walk would
+    pair them too. A big answer's thousands of segments then cost a walk, not
+    millions of comparisons.
     """
+    head = 0
+    while (
+        head < len(model)
+        and head < len(kernel)
+        and not model[head].optional
+        and model[head].stands_for(kernel[head])
+    ):
+        head += 1
+    paired = [Pair(model[k], kernel[k], _matched(model[k], kernel[k], clocks)) for k in range(head)]
+    return paired + _table(model[head:], kernel[head:], clocks)
+
+
+def _table(model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
+    """_direction's edit-distance table and its walk, for the rows after the common start."""
     n, m = len(model), len(kernel)
     same = [[ours.stands_for(theirs) for theirs in kernel] for ours in model]
     cost = [[0] * (m + 1) for _ in range(n + 1)]
