@@ -56,6 +56,19 @@ def _client_segments(frames: list[bytes], server_port: int) -> dict[int, Signatu
     return {port: tuple(rows[: ends[port] + 1]) for port, rows in seen.items()}
 
 
+def _outgoing_frames(capture: socket.socket) -> list[bytes]:
+    """What lo sent, as the capture socket holds it now (without waiting for more)."""
+    capture.setblocking(False)
+    frames: list[bytes] = []
+    while True:
+        try:
+            frame, address = capture.recvfrom(1 << 17)
+        except BlockingIOError:
+            return frames
+        if address[2] == socket.PACKET_OUTGOING:
+            frames.append(frame)
+
+
 def _three_answers(mtu: int) -> tuple[list[native.Sample], dict[int, Signature], str]:
     subprocess.run(["ip", "link", "set", "lo", "mtu", str(mtu)], check=True, timeout=10)
     delayer = native.optional_executable("tfo-delay")
@@ -78,14 +91,7 @@ def _three_answers(mtu: int) -> tuple[list[native.Sample], dict[int, Signature],
                     congestion="cubic",
                 )
             )
-        capture.setblocking(False)
-        while True:
-            try:
-                frame, address = capture.recvfrom(1 << 17)
-            except BlockingIOError:
-                break
-            if address[2] == socket.PACKET_OUTGOING:
-                frames.append(frame)
+        frames = _outgoing_frames(capture)
     finally:
         capture.close()
         statistics = installed.stop()
@@ -159,15 +165,10 @@ def _syn_windows(fastopen: str) -> list[int]:
                 )
             )
         assert [s.error for s in samples] == [None]
-        capture.setblocking(False)
-        while True:
-            try:
-                frame, address = capture.recvfrom(1 << 17)
-            except BlockingIOError:
-                break
+        for frame in _outgoing_frames(capture):
             tcp = frame[14 + (frame[14] & 15) * 4 :]
             destination, flags_byte = struct.unpack("!H", tcp[2:4])[0], tcp[13]
-            if address[2] == socket.PACKET_OUTGOING and destination == port and flags_byte & 2:
+            if destination == port and flags_byte & 2:
                 windows.append(struct.unpack("!H", tcp[14:16])[0])
     finally:
         capture.close()
