@@ -115,6 +115,47 @@ def test_the_search_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert 0 < len(runs) <= 2 * packets.LOCK_SEARCH
 
 
+def test_a_long_timeline_gets_fewer_simulations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's cost grows with the timeline's events: five 1 MB answers (12,546
+    events) took 140 s of search at 400 simulations, so a long timeline gets fewer, and a
+    comparison the limit stopped with disagreements left says so (search_cut)."""
+    runs: list[frozenset[ReaderChoice]] = []
+    original = simulation.with_lock_early
+
+    def counted(sim: Simulation, choice: frozenset[ReaderChoice]) -> Simulation:
+        runs.append(choice)
+        return original(sim, choice)
+
+    sim = _sim()
+    monkeypatch.setattr(packets, "with_lock_early", counted)
+    monkeypatch.setattr(packets, "SEARCH_EVENTS", len(sim.events) * 4)  # as if 100x longer
+    comparison = packets.compare(sim, _rows({15: 118}), {})
+    size, reserve = packets._search_size(sim)
+    assert (size, reserve) == (packets.SEARCH_MIN_SIMULATIONS, 2)
+    assert 0 < len(runs) <= 2 * size
+    assert comparison.search_cut == size
+    assert [type(d) for d in comparison.disagreements] == [WrongWindow]
+
+
+def test_the_search_size_follows_the_events() -> None:
+    class Timeline:
+        def __init__(self, events: int) -> None:
+            self.events = [None] * events
+
+    def size(events: int) -> tuple[int, int]:
+        return packets._search_size(Timeline(events))  # type: ignore[arg-type]
+
+    assert size(300) == (packets.LOCK_SEARCH, packets.FEWEST_RESERVE)
+    assert size(12_546) == (15, 2)
+    assert size(10**6) == (packets.SEARCH_MIN_SIMULATIONS, 2)
+
+
+def test_an_agreeing_comparison_is_never_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(packets, "SEARCH_EVENTS", 1)
+    comparison = packets.compare(_sim(), _rows(), {})
+    assert comparison.disagreements == () and comparison.search_cut == 0
+
+
 def test_an_outcome_outside_the_domain_is_no_race(monkeypatch: pytest.MonkeyPatch) -> None:
     """A lock point whose outcome leaves the model's domain on its way (found in CI's VM:
     a sender left waiting on a closed window with nothing in flight, the persist timer)

@@ -86,6 +86,13 @@ from tfolab.model.simulation import (
 LOCK_SEARCH = 400
 # of LOCK_SEARCH, the simulations kept for dropping the points not needed (_fewest)
 FEWEST_RESERVE = 16
+# the events the search may simulate in all: a simulation's cost grows with its events
+# (about 80 us each with its alignment), so a timeline of more than
+# SEARCH_EVENTS / LOCK_SEARCH events gets proportionally fewer simulations, at least
+# SEARCH_MIN_SIMULATIONS; five 1 MB answers (12,546 events) ran 140 s of search before,
+# 15 simulations now
+SEARCH_EVENTS = 200_000
+SEARCH_MIN_SIMULATIONS = 8
 # the lock points a search may try on their own; the others only with a take
 _OPENING = ("take", "split", "returned", "overtaken", "quickack", "ahead")
 # the points that are not part of a take's hold (its release, detach, stopped, cleanup and
@@ -115,6 +122,10 @@ class PacketComparison:
     races_named: int
     races_used: int
     lost: int = 0  # segments the capture's ring dropped
+    # where the search for the readers' lock points stopped at its limit with
+    # disagreements left (some may be races it did not reach): that limit, in
+    # simulations; else 0
+    search_cut: int = 0
 
     @property
     def disagreements(self) -> tuple[Disagreement, ...]:
@@ -168,7 +179,8 @@ def compare(
         )
         return aligned, model
 
-    chosen, aligned, model = _reader_races(sim, *against(sim), against)
+    cut: list[int] = []
+    chosen, aligned, model = _reader_races(sim, *against(sim), against, cut)
     orders_named = orders_used = 0
     for race in (_other_app_order, other_replay_orders):
         try:
@@ -182,14 +194,15 @@ def compare(
         for other in outcomes:
             if not any(_cost(aligned)) and not chosen.lock_early:
                 break
-            tried = _reader_races(other, *against(other), against)
+            tried = _reader_races(other, *against(other), against, cut)
             if _explains_better(tried, (chosen, aligned, model)):
                 (chosen, aligned, model), better = tried, True
         orders_used += better
     named, used = race_count(aligned, model)
     named += orders_named + len(chosen.lock_points)
     used += orders_used + len(chosen.lock_early)
-    return PacketComparison(chosen, tuple(aligned), named, used, lost)
+    search_cut = max(cut, default=0) if any(_cost(aligned)) else 0
+    return PacketComparison(chosen, tuple(aligned), named, used, lost, search_cut)
 
 
 _Explained = tuple[Simulation, list[Pair], list[Row]]
@@ -215,27 +228,32 @@ def _reader_races(
     aligned: list[Pair],
     model: list[Row],
     against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+    cut: list[int],
 ) -> tuple[Simulation, list[Pair], list[Row]]:
     """Where the woken readers took their sockets and let them go
     (model/backlog.py): the lock points the capture shows, found by adding one at a
     time (a take alone, or with one of the release, detach, stopped, cleanup or split
-    points it opens) while that removes disagreements, within LOCK_SEARCH simulations,
-    of which the last FEWEST_RESERVE are kept for _fewest. Of the outcomes that remove the most
+    points it opens) while that removes disagreements, within _search_size simulations,
+    of which the last few are kept for _fewest. Of the outcomes that remove the most
     at a step, the one that agrees furthest into the capture is followed: two points may
     explain the same segment, and only one of them the segments after it. Each lock
-    point is a named race."""
+    point is a named race. `cut` gains the limit where it stopped the search."""
     wrong = _cost(aligned)
-    budget = [LOCK_SEARCH]
+    size, reserve = _search_size(sim)
+    budget = [size]
     tried = {sim.lock_early}
 
     def attempt(choice: frozenset[ReaderChoice]) -> Simulation | None:
-        if choice in tried or budget[0] <= FEWEST_RESERVE:
+        if budget[0] <= reserve:
+            cut.append(size)
+            return None
+        if choice in tried:
             return None
         tried.add(choice)
         budget[0] -= 1
         return _within_domain(sim, choice)
 
-    while any(wrong) and budget[0] > FEWEST_RESERVE:
+    while any(wrong) and budget[0] > reserve:
         found = _one_more_point((sim, aligned, model, wrong), attempt, against)
         better = [f for f in found if f[3] < wrong]
         if not better:
@@ -245,10 +263,22 @@ def _reader_races(
         sim, aligned, model, wrong = max(
             (f for f in better if f[3] == least), key=lambda f: _agreeing_prefix(f[1])
         )
+    if any(wrong) and budget[0] <= reserve:
+        cut.append(size)
     return _fewest(sim, aligned, model, against, budget)
 
 
 _Outcome = tuple[Simulation, list[Pair], list[Row], tuple[int, int]]
+
+
+def _search_size(sim: Simulation) -> tuple[int, int]:
+    """(the simulations the lock-point search may run for `sim`, of which kept for
+    _fewest): LOCK_SEARCH and FEWEST_RESERVE, fewer in proportion where the timeline
+    is long (SEARCH_EVENTS), so that its cost stays bounded whatever a student sets."""
+    events = max(len(sim.events), 1)
+    size = min(LOCK_SEARCH, max(SEARCH_MIN_SIMULATIONS, SEARCH_EVENTS // events))
+    reserve = min(FEWEST_RESERVE, max(2, FEWEST_RESERVE * size // max(LOCK_SEARCH, 1)))
+    return size, min(reserve, size)
 
 
 def _within_domain(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation | None:

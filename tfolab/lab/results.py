@@ -134,6 +134,8 @@ class ScenarioResult:
             data["packet_diff"] = self.packet_diff
             data["packet_disagreements"] = [d.to_json() for d in self.disagreements]
             data["races"] = {"named": self.races[0], "used": self.races[1]}
+            if self.comparison is not None and self.comparison.search_cut:
+                data["races"]["search_limit"] = self.comparison.search_cut
         return data
 
 

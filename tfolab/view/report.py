@@ -175,6 +175,13 @@ def packet_lines(result: LabResult) -> list[str]:
     lines = []
     for name, sentence in result.packet_failures:
         lines.append(f"  {name}: {sentence}")
+    for scenario in result.scenarios:
+        if scenario.comparison is not None and scenario.comparison.search_cut:
+            lines.append(
+                f"  {scenario.planned.name}: the search for the readers' races stopped at its"
+                f" limit of {scenario.comparison.search_cut} re-simulations for a timeline this"
+                " long; a disagreement above may be a race it did not reach"
+            )
     if lines:
         return ["The kernel's packets disagree with the model's:", *lines]
     if any(s.captured is not None for s in result.scenarios):
