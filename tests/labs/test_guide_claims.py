@@ -289,6 +289,44 @@ def quickack_acks_full_segments_before_the_read() -> None:
 # --- the tables -----------------------------------------------------------------
 
 
+def transfer_flights(name: str) -> list[int]:
+    """The transfer lab's scenario at D = 10 ms on this project's 6.18 host's memory:
+    how many answer segments leave in each flight (a gap of a round trip between)."""
+    from tests.labs.host_captures import model
+
+    sim = model("transfer", name, {}, 1, 10.0)
+    flights: list[int] = []
+    last = None
+    for seg in segments(sim, 2 if "fastopen" in name else 1, "server"):
+        if not seg.length:
+            continue
+        if last is None or seg.sent_ms - last > 10:
+            flights.append(0)
+        flights[-1] += 1
+        last = seg.sent_ms
+    return flights
+
+
+def transfer_headline(name: str) -> float:
+    from tests.labs.host_captures import model
+
+    (first, *_) = model("transfer", name, {}, 1, 10.0).predictions
+    return first.predicted_ms
+
+
+def slow_start_flights() -> None:
+    assert transfer_flights("first-flight") == [10]
+    assert transfer_flights("slow-start") == [10, 20, 12]
+    assert transfer_flights("long") == [10, 20, 40, 80, 58]
+    assert [transfer_headline(n) for n in ("first-flight", "slow-start", "long")] == [40, 80, 120]
+
+
+def fast_open_saves_one_round_trip_of_more() -> None:
+    assert transfer_flights("fastopen") == [10, 20, 12]
+    assert transfer_flights("fastopen-long") == [10, 20, 40, 74, 64]
+    assert transfer_headline("fastopen") == 60 and transfer_headline("fastopen-long") == 100
+
+
 @dataclass(frozen=True)
 class Forbidden:
     name: str
@@ -452,6 +490,27 @@ def _cpu_concurrency() -> str:
 
 
 REQUIRED = (
+    Required(
+        "transfer-flights",
+        ("transfer.md",),
+        lambda: (
+            r"Flights of 10, 20 and then the remaining 12"
+            r".*Last byte at 4D \+ 2 x 2D = 8D = 80 ms"
+            r".*flights of 10, 20, 40, 80 and the remaining 58\."
+            r" Five flights: 4D \+ 4 x 2D = 12D = 120 ms"
+        ),
+        slow_start_flights,
+    ),
+    Required(
+        "transfer-fastopen-saving",
+        ("transfer.md",),
+        lambda: (
+            r"its fourth flight leaves 74 segments, not 80, and the last 6 wait"
+            r".*`fastopen` ends at 6D = 60 ms instead of 80 ms"
+            r"[^.]*`fastopen-long` at 10D = 100 ms instead of 120 ms"
+        ),
+        fast_open_saves_one_round_trip_of_more,
+    ),
     Required(
         "bare-retransmitted-syn",
         ("bench.md",),
