@@ -91,8 +91,31 @@ def _write(path: str, text: str) -> None:
         handle.write(text)
 
 
+def require_lab_namespace() -> None:
+    """Refuse to change a device outside a lab's namespace: lo's MTU, state and offloads
+    are the lab's to set only after enter_new_netns. A caller that forgot (an offline
+    script measuring skb heads once left the host's lo at MTU 1280 with TSO off) gets a
+    RuntimeError here, before any ioctl. A lab's namespace is fresh: lo is its only
+    device; the host's has others (and is PID 1's, where that can be read)."""
+    devices = [line.split(":")[0].strip() for line in _read("/proc/self/net/dev")[2:]]
+    if any(device != "lo" for device in devices if device):
+        raise RuntimeError("refusing to change the host's lo: not inside a lab namespace")
+    try:
+        host = os.stat("/proc/1/ns/net").st_ino
+    except OSError:
+        return  # PID 1 unreadable: its namespace is not checked, the devices were
+    if os.stat("/proc/self/ns/net").st_ino == host:
+        raise RuntimeError("refusing to change the host's lo: not inside a lab namespace")
+
+
+def _read(path: str) -> list[str]:
+    with open(path) as handle:
+        return handle.read().splitlines()
+
+
 def set_loopback(up: bool = True, mtu: int | None = None) -> None:
     """Bring the namespace's lo up (and set its MTU) with two ioctls."""
+    require_lab_namespace()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         name = b"lo".ljust(16, b"\0")
         if mtu is not None:
@@ -115,6 +138,7 @@ def set_segmentation_offload(on: bool, device: str = "lo") -> None:
     stack, and a capture shows each write whole; with them off, TCP cuts every
     segment to the MSS, as on a real link. Labs about segment sizes turn them off.
     """
+    require_lab_namespace()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for command in (ETHTOOL_STSO, ETHTOOL_SGSO):
             value = ctypes.create_string_buffer(struct.pack("II", command, int(on)), 8)
