@@ -178,6 +178,7 @@ class World:
         receive_memory: ReceiveMemory = LINUX_DEFAULT,
         app_reaction_ns: int = 1_000_000,
         rtt_excess_ns: int = 0,
+        pacing_excess_ns: int = 0,
         latest_app_first: bool = False,
         lock_early: frozenset[ReaderChoice] = frozenset(),
         replay_order: ReplayOrder = "chain-first",
@@ -206,6 +207,7 @@ class World:
             rmem=receive_memory,
             app_reaction_ns=app_reaction_ns,
             rtt_excess_ns=rtt_excess_ns,
+            pacing_excess_ns=pacing_excess_ns,
             windows_model=config.read_whole,
         )
         self.cache = CookieCache()

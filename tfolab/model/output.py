@@ -367,8 +367,11 @@ def push(
     from inside tcp_sendmsg (TCP_NAGLE_PUSH), whose queue ends where the copy stands,
     not where the write ends."""
     sent = False
+    srtt = sock.srtt_ns
+    if srtt is not None:
+        srtt += sock.env.pacing_excess_ns  # the host's share of the round trip (Env)
     max_segs = pacing.tso_segs(
-        sock.mss_cache, sock.srtt_ns, max(sock.snd_cwnd, sock.packets_out), sock.min_rtt_ns
+        sock.mss_cache, srtt, max(sock.snd_cwnd, sock.packets_out), sock.min_rtt_ns
     )
     if sock.env.windows_model:
         _note_tso_race(sock, now, max_segs)
@@ -496,13 +499,16 @@ def _note_tso_race(sock: TcpSock, now: int, max_segs: int | None) -> None:
         sock.psh_race = False
     if max_segs is None or sock.srtt_ns is None:
         return
+    # the band's two ends, whatever share of the excess this timeline took (Env)
+    cwnd = max(sock.snd_cwnd, sock.packets_out)
+    faster = pacing.tso_segs(sock.mss_cache, sock.srtt_ns, cwnd, sock.min_rtt_ns)
     slower = pacing.tso_segs(
         sock.mss_cache,
         sock.srtt_ns + sock.env.rtt_excess_ns,
-        max(sock.snd_cwnd, sock.packets_out),
+        cwnd,
         sock.min_rtt_ns,
     )
-    if slower != max_segs:
+    if slower != faster:
         sock.psh_race = True
 
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tfolab.model import domain
 from tfolab.model.clock import ms_to_ns
-from tfolab.model.events import Event
+from tfolab.model.events import Event, Segment
 from tfolab.model.loop import REPLAY_ORDERS, LockPoint, ReaderChoice, ReplayOrder, World
 from tfolab.model.predict import Accuracy, IterationPrediction, predict, segment_bands
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
@@ -38,6 +39,9 @@ PREDICTED_COUNTERS = (
     "TCPFastOpenPassiveFail",
 )
 DEFAULT_ACCURACY = Accuracy()
+# The GSO-size race's other outcomes (slower_pacings): the senders' tcp_tso_autosize with
+# a quarter, half, and all of the round-trip excess (Env.rtt_excess_ns) added to srtt
+PACING_EXCESS_SHARES = (4, 2, 1)
 
 
 class ModelInputError(ValueError):
@@ -67,6 +71,8 @@ class Simulation:
     lock_points: tuple[LockPoint, ...] = ()
     lock_early: frozenset[ReaderChoice] = frozenset()  # LockPoint.key: the other way
     replay_order: ReplayOrder = "chain-first"  # D = 0: a replayed child's application's turn
+    # the round-trip excess the senders' tcp_tso_autosize saw (slower_pacings); 0: none
+    pacing_excess_ms: float = 0.0
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -98,6 +104,7 @@ def simulate(
     latest_app_first: bool = False,
     lock_early: frozenset[ReaderChoice] = frozenset(),
     replay_order: ReplayOrder = "chain-first",
+    pacing_excess_ms: float = 0.0,
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
 
@@ -107,6 +114,8 @@ def simulate(
     socket before its peer sends more (the other outcome of that race).
     `replay_order`: at D = 0, whether the replayed child's application answers
     before its SYN's softirq chain ends TIME_WAIT, and how (loop.ReplayOrder).
+    `pacing_excess_ms`: how much longer than the model's the srtt is that the senders'
+    tcp_tso_autosize sees (an outcome of the GSO-size race, slower_pacings).
     """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
@@ -140,6 +149,7 @@ def simulate(
         receive_memory=receive_memory,
         app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
         rtt_excess_ns=ms_to_ns(2 * accuracy.per_packet_delay_error_ms),
+        pacing_excess_ns=ms_to_ns(pacing_excess_ms),
         latest_app_first=latest_app_first,
         lock_early=lock_early,
         replay_order=replay_order,
@@ -168,6 +178,7 @@ def simulate(
         lock_points=tuple(world.lock_points),
         lock_early=lock_early,
         replay_order=replay_order,
+        pacing_excess_ms=float(pacing_excess_ms),
     )
 
 
@@ -185,8 +196,9 @@ def _again(
     latest_app_first: bool | None = None,
     lock_early: frozenset[ReaderChoice] | None = None,
     replay_order: ReplayOrder | None = None,
+    pacing_excess_ms: float | None = None,
 ) -> Simulation:
-    """`sim` simulated again with one outcome of a D = 0 race the other way."""
+    """`sim` simulated again with one outcome of a race the other way."""
     return simulate(
         sim.config,
         one_way_delay_ms=sim.one_way_delay_ms,
@@ -199,6 +211,7 @@ def _again(
         latest_app_first=(sim.latest_app_first if latest_app_first is None else latest_app_first),
         lock_early=sim.lock_early if lock_early is None else lock_early,
         replay_order=sim.replay_order if replay_order is None else replay_order,
+        pacing_excess_ms=sim.pacing_excess_ms if pacing_excess_ms is None else pacing_excess_ms,
     )
 
 
@@ -219,6 +232,33 @@ def other_replay_orders(sim: Simulation) -> tuple[Simulation, ...]:
         return ()
     others = (_again(sim, replay_order=o) for o in REPLAY_ORDERS if o != sim.replay_order)
     return tuple(other for other in others if other.events != sim.events)
+
+
+def slower_pacings(sim: Simulation) -> Iterator[Simulation]:
+    """With a delay, where a sender's GSO packets end is a race on the host's round trip
+    (Segment.psh_race: its srtt is the model's plus up to Env.rtt_excess_ns): the same
+    simulation with the senders' tcp_tso_autosize seeing a quarter, half, and all of that
+    excess. Where packets end decides more than PSH flags: a packet of one segment is not
+    cut in software, so the receiver queues the sender's clone, which skb_try_coalesce
+    refuses to grow (skb_cloned(to)): met where the receiver's tail skb is full
+    (MAX_SKB_FRAGS), it makes the next segment start a skb of its own, one more head
+    charged for the rest of the answer, a window unit lower. One at a time (each is a
+    whole simulation); none without a delay, without such a race, where a share changes
+    nothing, or where it leaves the model's domain."""
+    excess = 2 * sim.accuracy.per_packet_delay_error_ms
+    if not sim.one_way_delay_ms or not excess:
+        return
+    if not any(isinstance(e, Segment) and e.psh_race for e in sim.events):
+        return
+    for share in PACING_EXCESS_SHARES:
+        if excess / share == sim.pacing_excess_ms:
+            continue
+        try:
+            other = _again(sim, pacing_excess_ms=excess / share)
+        except ModelInputError:
+            continue
+        if other.events != sim.events:
+            yield other
 
 
 def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation:

@@ -86,6 +86,10 @@ class Env:
     # How much longer than 2D a real round trip may be (the delay backend's error on
     # each of its two packets): a socket's srtt lies in [model's, model's + this].
     rtt_excess_ns: int = 0
+    # How much of that excess the senders' tcp_tso_autosize sees in this timeline: 0 in
+    # the model's own; the comparison's other outcomes of the GSO-size race take part or
+    # all of rtt_excess_ns (simulation.slower_pacings), which moves where packets end
+    pacing_excess_ns: int = 0
     # Why this simulation left the model's domain while it ran (domain.py): a
     # state the scenario's settings alone cannot rule out, found on the way.
     beyond_domain: list[str] = field(default_factory=list)
