@@ -39,6 +39,7 @@ NEEDS = frozenset(
         "cmake",
         "tfo-delay",
         "netem",
+        "a host network",  # devices besides lo: a namespace the lab must not touch
     }
 )
 

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from tests.environment import require_or_skip
 from tfolab.runner import netns, truesize
 
 
@@ -26,9 +27,6 @@ def _devices() -> list[str]:
         return [line.split(":")[0].strip() for line in shown.read().splitlines()[2:]]
 
 
-@pytest.mark.skipif(
-    _devices() == ["lo"], reason="this test process has no host network to guard (lo alone)"
-)
 @pytest.mark.parametrize(
     "change",
     [
@@ -40,6 +38,8 @@ def _devices() -> list[str]:
     ids=["mtu", "down", "offload", "skb-heads"],
 )
 def test_the_hosts_lo_is_never_changed(change) -> None:  # type: ignore[no-untyped-def]
+    if _devices() == ["lo"]:
+        require_or_skip("a host network", "this test runs where lo is the only device")
     before = _lo()
     with pytest.raises(RuntimeError, match="not inside a lab namespace"):
         change()
@@ -59,6 +59,6 @@ def test_inside_a_lab_namespace_the_setters_work() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if done.returncode and "cannot create a network namespace" in done.stderr + done.stdout:
-        pytest.skip("no network namespace here")
+        require_or_skip("network namespaces", "unshare(CLONE_NEWNET) was refused")
     assert done.returncode == 0, done.stderr
     assert "mtu 1280" in done.stdout
