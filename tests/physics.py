@@ -46,8 +46,6 @@ HEADLINES: dict[tuple[str, str], list[tuple[int, int]]] = {
     ("transfer", "first-flight"): [_4D] * 3,
     ("transfer", "slow-start"): [(8, 0)] * 3,  # flights of 10, 20, 12
     ("transfer", "long"): [(12, 0)] * 3,  # 10, 20, 40, 80, 58
-    ("transfer", "fastopen"): [(6, 0)] * 3,  # the same flights, one round trip earlier
-    ("transfer", "fastopen-long"): [(10, 0)] * 3,
 }
 
 

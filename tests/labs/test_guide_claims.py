@@ -321,10 +321,20 @@ def slow_start_flights() -> None:
     assert [transfer_headline(n) for n in ("first-flight", "slow-start", "long")] == [40, 80, 120]
 
 
-def fast_open_saves_one_round_trip_of_more() -> None:
-    assert transfer_flights("fastopen") == [10, 20, 12]
-    assert transfer_flights("fastopen-long") == [10, 20, 40, 74, 64]
-    assert transfer_headline("fastopen") == 60 and transfer_headline("fastopen-long") == 100
+def fast_open_is_refused_for_a_big_answer() -> None:
+    """The answer behind the SYN-ACK races the woken sendto()'s hold (domain.py)."""
+    from tests.labs.host_captures import model
+    from tfolab.model.simulation import ModelInputError
+
+    tfo = {"client_fastopen": "sendto", "server_fastopen_qlen": "16", "fastopen_sysctl": "3",
+           "cookie_cache": "warm"}  # fmt: skip
+    for name in ("slow-start", "long"):
+        try:
+            model("transfer", name, tfo, 1, 10.0)
+        except ModelInputError as refused:
+            assert "GSO packets" in str(refused)
+        else:
+            raise AssertionError(f"{name} with Fast Open is no longer refused")
 
 
 @dataclass(frozen=True)
@@ -502,14 +512,13 @@ REQUIRED = (
         slow_start_flights,
     ),
     Required(
-        "transfer-fastopen-saving",
+        "transfer-fastopen-refused",
         ("transfer.md",),
         lambda: (
-            r"its fourth flight leaves 74 segments, not 80, and the last 6 wait"
-            r".*`fastopen` ends at 6D = 60 ms instead of 80 ms"
-            r"[^.]*`fastopen-long` at 10D = 100 ms instead of 120 ms"
+            r"`slow-start` would end at 6D = 60 ms instead of 80 ms"
+            r".*The model refuses to run these two with Fast Open yet"
         ),
-        fast_open_saves_one_round_trip_of_more,
+        fast_open_is_refused_for_a_big_answer,
     ),
     Required(
         "bare-retransmitted-syn",

@@ -22,7 +22,7 @@ EXPECTED = {
         "replay",
     ],
     "delack": ["nagle", "nodelay", "single-write", "cork", "quickack"],
-    "transfer": ["first-flight", "slow-start", "long", "fastopen", "fastopen-long"],
+    "transfer": ["first-flight", "slow-start", "long"],
 }
 
 

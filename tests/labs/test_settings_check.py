@@ -62,8 +62,13 @@ def test_what_check_accepts_the_model_simulates() -> None:
         try:
             simulate(config, one_way_delay_ms=delay, iterations=2, hz=250)
         except ModelInputError as err:
-            assert outside is not None and str(err) == f"outside the model's domain: {outside}"
             refused += 1
+            if outside is None:  # found on the simulation's way (simulation.left_domain),
+                # still before anything runs: a reader race of the timeline's bursts
+                assert str(err).startswith("outside the model's domain: connection "), err
+                assert "GSO packets" in str(err), err
+                continue
+            assert str(err) == f"outside the model's domain: {outside}"
             continue
         assert outside is None
         accepted += 1

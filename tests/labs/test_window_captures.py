@@ -31,8 +31,9 @@ from tests.labs import host_captures, vm_captures
 from tfolab.lab import packets
 from tfolab.lab.disagreements import Arrival
 from tfolab.lab.prediction import accuracy_for
-from tfolab.model import Segment, Simulation
+from tfolab.model import Segment, Simulation, simulation
 from tfolab.model.captured import CapturedRow
+from tfolab.model.simulation import ModelInputError
 
 HOST = [  # capture, lab, scenario, response_bytes, mtu, iterations
     ("handshake-answer-100000-mtu1500-readwhole-d10-6.18", "handshake", "plain", 100000, 1500, 1),
@@ -98,8 +99,19 @@ def _flights(rows: list[CapturedRow], rtt_ms: float, connection: int = 1) -> lis
     return [counts[k] for k in sorted(counts)]
 
 
+# kept from before the domain refused it: a Fast Open answer read whole races the woken
+# sendto()'s hold (domain.reader_race_refusal); this capture won that race the common way
+REFUSED_NOW = "fastopen-cookie-answer-100000-mtu1500-readwhole-d10-6.18"
+
+
 @pytest.mark.parametrize("name", [e[0] for e in HOST])
-def test_this_hosts_capture_agrees_packet_for_packet(name: str) -> None:
+def test_this_hosts_capture_agrees_packet_for_packet(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if name == REFUSED_NOW:
+        with pytest.raises(ModelInputError, match="GSO packets"):
+            _host(name)
+        monkeypatch.setattr(simulation, "left_domain", lambda world: None)  # its rules still hold
     sim, rows = _host(name)
     comparison = packets.compare(sim, rows, {})
     assert [d.sentence() for d in comparison.disagreements] == []
@@ -151,7 +163,7 @@ def test_a_fast_open_answer_loses_its_saved_round_trip_to_tso_deferral() -> None
     """With a cookie the answer leaves with the SYN-ACK, yet ends at 4 RTT as without:
     tcp_tso_should_defer holds the third flight's last 4 segments for the next ACK,
     which only the next flight brings."""
-    _, cookie = _host("fastopen-cookie-answer-100000-mtu1500-readwhole-d10-6.18")
+    _, cookie = host_captures.load(REFUSED_NOW)
     _, plain = _host("fastopen-plain-answer-100000-mtu1500-readwhole-d10-6.18")
     assert _flights(cookie, 20.0, connection=2) == [10, 20, 36, 4]
     assert _flights(plain, 20.0, connection=2) == [10, 20, 40]
