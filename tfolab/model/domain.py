@@ -94,9 +94,11 @@ RACE_FREE_BURST_BYTES = 5 * 1448
 # The window model (slow start, flow control, tcp_tso_should_defer, the receiver's
 # memory) covers an answer a read_whole client takes in one read, where measured
 # (6.18, NFQUEUE, and 6.1, netem; 20 kB to 1 MB at D = 1, 10 and 75 ms): segments
-# cut in software at MTUs up to 32000 (above, the MSS starts bounded by half the
-# first window and grows while the answer is queued, tcp_sync_mss) ...
-WHOLE_ANSWER_MTUS = (128, 32_000)
+# cut in software at MTUs up to 16000 (above 32000 the MSS starts bounded by half the
+# first window and grows while the answer is queued, tcp_sync_mss; at 21103, 300 kB at
+# D = 5.22 and 10 ms, the sender's skbs ended 1005 bytes short of the model's, and a
+# Nagle-held tail waited for a delayed ACK: not explained yet, CI's fuzz, stop 38) ...
+WHOLE_ANSWER_MTUS = (128, 16_000)
 # ... up to this many segments (1316 agree at D = 1, 10 and 75 ms; at 1908 the
 # host's own packet rate stretches the round trip, and with it the GSO sizes,
 # past the model's band) ...
@@ -231,10 +233,10 @@ def _whole_answer_refusal(
     low, high = WHOLE_ANSWER_MTUS
     if not low <= config.mtu <= high:
         return (
-            f"response_bytes = {size} takes slow start; at MTU {config.mtu} the sender's "
-            f"MSS starts at half the first window and grows while the answer is queued "
-            f"(tcp_sync_mss), which the window model does not follow yet: it is measured "
-            f"at MTUs {low} to {high}; set mtu to {high} or less"
+            f"response_bytes = {size} takes slow start; at MTU {config.mtu} the window "
+            f"model does not follow the sender yet (above 32000 its MSS grows while the "
+            f"answer is queued, tcp_sync_mss; at 21103 its skbs ended where the model's did "
+            f"not): it agrees at MTUs {low} to {high}; set mtu to {high} or less"
         )
     segments = math.ceil(size / mss_in_use(config.mtu))
     if segments > MAX_WHOLE_ANSWER_SEGMENTS:
