@@ -148,7 +148,7 @@ def simulate(
         receive_space_bytes=receive_space_bytes,
         receive_memory=receive_memory,
         app_reaction_ns=ms_to_ns(accuracy.host_overhead_ms),
-        rtt_excess_ns=ms_to_ns(2 * accuracy.per_packet_delay_error_ms),
+        rtt_excess_ns=ms_to_ns(rtt_excess_ms(accuracy)),
         pacing_excess_ns=ms_to_ns(pacing_excess_ms),
         latest_app_first=latest_app_first,
         lock_early=lock_early,
@@ -234,6 +234,12 @@ def other_replay_orders(sim: Simulation) -> tuple[Simulation, ...]:
     return tuple(other for other in others if other.events != sim.events)
 
 
+def rtt_excess_ms(accuracy: Accuracy) -> float:
+    """How much longer than 2D the host's real round trip may be (Env.rtt_excess_ns):
+    the backend's error on each of its two packets."""
+    return 2 * accuracy.per_packet_delay_error_ms
+
+
 def slower_pacings(sim: Simulation) -> Iterator[Simulation]:
     """With a delay, where a sender's GSO packets end is a race on the host's round trip
     (Segment.psh_race: its srtt is the model's plus up to Env.rtt_excess_ns): the same
@@ -245,7 +251,7 @@ def slower_pacings(sim: Simulation) -> Iterator[Simulation]:
     charged for the rest of the answer, a window unit lower. One at a time (each is a
     whole simulation); none without a delay, without such a race, where a share changes
     nothing, or where it leaves the model's domain."""
-    excess = 2 * sim.accuracy.per_packet_delay_error_ms
+    excess = rtt_excess_ms(sim.accuracy)
     if not sim.one_way_delay_ms or not excess:
         return
     if not any(isinstance(e, Segment) and e.psh_race for e in sim.events):
