@@ -73,9 +73,32 @@ class Outcome:
         return self.kind == "disagreed" and self.about_time_only
 
 
+SECONDS_PER_MEGABYTE = 20.0  # capture, decoding and comparison of 1 MB in CI's emulated VM: ~12
+
+
 def timeout_s(case: Case) -> float:
-    """Generous: every iteration a few round trips plus timers, and the lab's setup."""
-    return 60.0 + case.iterations * (12 * case.delay_ms / 1000 + 3)
+    """Generous: every iteration a few round trips plus timers and its bytes, and the lab's setup.
+
+    The bytes count because the capture and its comparison grow with them: three
+    1 MB answers take 6 s here and over 70 s in CI's software-emulated VM.
+    """
+    megabytes = _bytes_per_iteration(case) / 1e6
+    per_iteration = 12 * case.delay_ms / 1000 + 3 + SECONDS_PER_MEGABYTE * megabytes
+    return 60.0 + case.iterations * per_iteration
+
+
+def _bytes_per_iteration(case: Case) -> int:
+    """The request and answer sizes the case runs with (its settings over the scenario's)."""
+    from tfolab.core.errors import UserError
+    from tfolab.lab.catalog import find_lab
+    from tfolab.model.scenario import SettingError, parse_settings
+
+    try:
+        config = find_lab(case.lab).scenario(case.scenario).config
+        config = config.with_typed(parse_settings(dict(case.settings)))
+    except (UserError, SettingError):
+        return 0  # refused at once: no bytes move
+    return config.request_bytes + config.response_bytes
 
 
 def run_case(case: Case, backend: str = "auto", *, timing: bool = True) -> Outcome:

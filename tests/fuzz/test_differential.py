@@ -195,3 +195,15 @@ def test_a_disagreement_keeps_the_kernels_packets_of_the_scenario_that_disagreed
         "     10.2500 c1 server RST seq 1 len 0 win 64",
     ]
     assert kernel_lines(Outcome("crashed", ["exit 3"])) == []
+
+
+def test_a_case_that_moves_megabytes_has_the_time_to_move_them() -> None:
+    from tests.fuzz.differential import SECONDS_PER_MEGABYTE, timeout_s
+
+    small = Case("transfer", "slow-start", (("response_bytes", "1000"),), 60.6, 3)
+    big = small.replace(settings=(("response_bytes", "1000000"),))
+    assert timeout_s(big) - timeout_s(small) >= 3 * SECONDS_PER_MEGABYTE * 0.99
+    # the scenario's own answer counts where the case does not set one
+    assert timeout_s(Case("transfer", "long", (), 10, 1)) > timeout_s(
+        Case("handshake", "plain", (), 10, 1)
+    )
