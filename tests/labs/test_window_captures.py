@@ -179,3 +179,25 @@ def test_at_mtu_9000_the_first_flight_is_cut_by_the_pushes_during_the_copy() -> 
         if isinstance(e, Segment) and e.sender == "server" and e.length and e.seq < 62637
     ]
     assert len(model) == 7
+
+
+def test_on_6_1_a_segment_never_crosses_the_skb_sendmsg_made() -> None:
+    """CI's VM, MTU 16000: the window's edge cut 1852 B off a 2-segment skb; the rest
+    of that skb left as one 14,096 B segment and the last skb, 14,597 B, waited for
+    the delayed ACK (Nagle). A model that let segments cross the skb's end sent
+    15,948 + 12,745 B at once (output._skb_room: 6.1 has no tcp_grow_skb)."""
+    name = "handshake-answer-269765-mtu16000-readwhole-d7.4-6.1"
+    delay_ms, rows = vm_captures.load(name)
+    settings = _settings(269765, 16000) | {"pattern": "rr", "fastopen_queue_full": "false"}
+    sim = vm_captures.model(
+        "handshake", "plain", settings, delay_ms=delay_ms, iterations=1,
+        accuracy=accuracy_for("netem"),
+    )  # fmt: skip
+    assert _about_tcp(packets.compare(sim, rows, {})) == []
+    kernel = [(r.seq, r.length) for r in _answer_segments(rows)][-3:]
+    model = [
+        (e.seq, e.length)
+        for e in sim.events
+        if isinstance(e, Segment) and e.sender == "server" and e.length
+    ][-3:]
+    assert kernel == model == [(239221, 1852), (241073, 14096), (255169, 14597)]

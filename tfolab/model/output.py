@@ -397,6 +397,8 @@ def push(
                     sock.note(now, _deferred(sock, quota, max_segs), caused_by, cause)
                 break
         n = min(sock.mss_cache, len(sock.unsent))
+        if not sock.env.rmem.grow_skb:
+            n = min(n, _skb_room(sock))
         if sock.env.windows_model:
             room = sock.wnd_end - sock.snd_nxt
             if in_skb == 0 and n > room:
@@ -528,6 +530,18 @@ def _rwnd_limited(
         )
     if not sock.flights:
         sock.env.beyond_domain.append(_ZERO_WINDOW)
+
+
+def _skb_room(sock: TcpSock) -> int:
+    """Before 6.10, the bytes left in the send head's sendmsg skb: tcp_write_xmit sends
+    the write queue skb by skb, and tcp_tso_segs cuts each into MSS-sized segments
+    from its own start, so a segment never crosses an skb's end. Where an earlier
+    send split an skb off the MSS grid (tso_fragment at the window's edge), the rest
+    of that skb leaves as one short segment (Linux 6.1 tcp_write_xmit; from 6.10
+    tcp_grow_skb moves the next skb's bytes into it instead). Seen in CI's 6.1 VM:
+    a 269,765 B answer at MTU 16000, whose window edge cut 1852 B off an skb."""
+    skb_end = next((end for end in sock.skb_ends if end > sock.snd_nxt), None)
+    return len(sock.unsent) if skb_end is None else skb_end - sock.snd_nxt
 
 
 def _window_ends_skb(sock: TcpSock, end: int) -> bool:
