@@ -110,6 +110,14 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
     int64_t sent = plausible ? q->sent_ns : stamp;
     if (q->sent_ns > 0 && !plausible)
         h->st->implausible_stamps++;
+    if (drop_plan_decide(h->plan, q->packet, q->cap_len)) {
+        /* Dropped at once, never held; recorded (if asked) at the time it was sent. */
+        if (send_drop_verdict(n, q->id) != 0)
+            h->st->verdict_errors++;
+        h->st->dropped++;
+        recorder_add(h->drop_rec, sent, q->packet, q->cap_len, q->wire_len);
+        return;
+    }
     struct held item = { .id = q->id, .due_ns = sent + h->delay_ns };
     if (h->rec->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
         item.packet = malloc(q->cap_len);

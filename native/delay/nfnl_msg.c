@@ -78,16 +78,26 @@ int nl_send(struct nl *n, const void *buf, size_t len)
     }
 }
 
-int send_verdict(struct nl *n, uint32_t id, bool batch)
+static int verdict(struct nl *n, uint32_t id, bool batch, uint32_t what)
 {
     _Alignas(struct nlmsghdr) char buf[128];
     size_t off = 0;
     struct nlmsghdr *nlh = msg_begin(buf, sizeof buf, &off,
                                      batch ? NFQNL_MSG_VERDICT_BATCH : NFQNL_MSG_VERDICT,
                                      0, ++n->seq, n->queue);
-    struct nfqnl_msg_verdict_hdr vh = { .verdict = htonl(NF_ACCEPT), .id = htonl(id) };
+    struct nfqnl_msg_verdict_hdr vh = { .verdict = htonl(what), .id = htonl(id) };
     msg_attr(buf, sizeof buf, &off, nlh, NFQA_VERDICT_HDR, &vh, sizeof vh);
     return nl_send(n, buf, off);
+}
+
+int send_verdict(struct nl *n, uint32_t id, bool batch)
+{
+    return verdict(n, id, batch, NF_ACCEPT);
+}
+
+int send_drop_verdict(struct nl *n, uint32_t id)
+{
+    return verdict(n, id, false, NF_DROP);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -107,7 +107,8 @@ int send_cmd(struct handler *h, uint8_t cmd, union nl_buf *rb)
     return config_and_wait(h, buf, off, seq, rb);
 }
 
-int send_params(struct handler *h, uint32_t maxlen, bool fail_open, union nl_buf *rb)
+int send_params(struct handler *h, uint32_t maxlen, bool fail_open, bool headers,
+                union nl_buf *rb)
 {
     _Alignas(struct nlmsghdr) char buf[256];
     size_t off = 0;
@@ -116,11 +117,13 @@ int send_params(struct handler *h, uint32_t maxlen, bool fail_open, union nl_buf
                                      seq, h->nl->queue);
     /* Copy only metadata, the packet id being all a delayer needs; recording,
      * the whole packet (the kernel caps the range at 65531 bytes and says how
-     * long a longer one was, NFQA_CAP_LEN). */
-    bool recording = h->rec->fd >= 0;
+     * long a longer one was, NFQA_CAP_LEN); with drop plans possible, at least
+     * the IP and TCP headers (drop.c reads the ports). */
+    bool recording = h->rec->fd >= 0 || h->drop_rec->fd >= 0;
+    uint32_t range = recording ? 0xffffu : headers ? HEADER_COPY_BYTES : 0u;
     struct nfqnl_msg_config_params params = {
-        .copy_range = htonl(recording ? 0xffffu : 0u),
-        .copy_mode = recording ? NFQNL_COPY_PACKET : NFQNL_COPY_META,
+        .copy_range = htonl(range),
+        .copy_mode = range > 0 ? NFQNL_COPY_PACKET : NFQNL_COPY_META,
     };
     msg_attr(buf, sizeof buf, &off, nlh, NFQA_CFG_PARAMS, &params, sizeof params);
     uint32_t ml = htonl(maxlen);

@@ -22,6 +22,7 @@
 static const char usage[] =
 "Usage: " PROG " --queue N --delay-ms D [--max-queue LEN] [--die-with-parent]\n"
 "                 [--stats-json] [--fail-open] [--rt-priority P] [--record-fd N]\n"
+"                 [--control] [--drop-record-fd N]\n"
 "\n"
 "Delays every packet of nfnetlink queue N by D milliseconds (one-way delay,\n"
 "RTT = 2 x D when both directions pass the queue), then accepts it.  A stand-in\n"
@@ -59,6 +60,22 @@ static const char usage[] =
 "                     which is answered with a line 'FLUSHED N L' on stdout\n"
 "                     (N packets recorded so far, L not recorded for want of\n"
 "                     memory), and at the stop.\n"
+"  --control          read drop plans from stdin, one line each, answered on\n"
+"                     stdout with DROPPING (in force from now on) or\n"
+"                     REFUSED and the reason (the plan before stays):\n"
+"                       DROP PORT LIST\n"
+"                     PORT is the server's TCP port: a packet to it is the\n"
+"                     client's, a packet from it the server's.  LIST is - (drop\n"
+"                     nothing) or comma-separated client:N and server:N (N from\n"
+"                     1, at most 64 entries): the Nth packet of that sender from\n"
+"                     this line on is dropped (NF_DROP) instead of delayed.  A\n"
+"                     GSO packet counts once; a retransmission is a new packet.\n"
+"                     Other packets pass uncounted.  Packets are copied up to\n"
+"                     their headers so their ports can be read.\n"
+"  --drop-record-fd N write every packet dropped to descriptor N, a pcap file as\n"
+"                     --record-fd's, each stamped with the time it was sent;\n"
+"                     written on SIGUSR1 (FLUSHED then has a third number, the\n"
+"                     dropped packets recorded) and at the stop.\n"
 "  --help             show this help and exit.\n"
 "\n"
 "Protocol: prints READY on stdout once the queue is bound.  SIGTERM, SIGINT or\n"
@@ -70,7 +87,7 @@ static const char usage[] =
 "queue message never arrived (ENOBUFS overruns).  JSON keys: queue, delay_ms,\n"
 "packets, max_queue_depth, enobufs, lost, released_at_exit, verdict_errors,\n"
 "kernel_queue_dropped, kernel_user_dropped, late_median_us, late_p99_us,\n"
-"late_max_us, sched, recorded.\n"
+"late_max_us, sched, recorded, dropped.\n"
 "\n"
 "Needs CAP_NET_ADMIN in the network namespace of the queue (root there).\n"
 "Exit status: 0 after a signal, 1 on a failure while running, 2 on bad input\n"
@@ -132,7 +149,7 @@ static bool parse_delay_ms(const char *s, int64_t *out_ns)
 }
 
 enum { OPT_QUEUE, OPT_DELAY_MS, OPT_MAX_QUEUE, OPT_RT_PRIORITY, OPT_DIE_WITH_PARENT,
-       OPT_STATS_JSON, OPT_FAIL_OPEN, OPT_RECORD };
+       OPT_STATS_JSON, OPT_FAIL_OPEN, OPT_RECORD, OPT_CONTROL, OPT_DROP_RECORD };
 
 static const struct args_option options[] = {
     {"--queue", ARGS_VALUE, NULL, OPT_QUEUE},
@@ -143,6 +160,8 @@ static const struct args_option options[] = {
     {"--stats-json", ARGS_FLAG, NULL, OPT_STATS_JSON},
     {"--fail-open", ARGS_FLAG, NULL, OPT_FAIL_OPEN},
     {"--record-fd", ARGS_VALUE, NULL, OPT_RECORD},
+    {"--control", ARGS_FLAG, NULL, OPT_CONTROL},
+    {"--drop-record-fd", ARGS_VALUE, NULL, OPT_DROP_RECORD},
     {"--help", ARGS_FLAG, NULL, ARGS_HELP},
     {NULL, ARGS_FLAG, NULL, 0},
 };
@@ -153,6 +172,7 @@ void parse_args(int argc, char **argv, struct options *o)
     o->max_queue = DEFAULT_MAX_QUEUE;
     o->rt_priority = DEFAULT_RT_PRIORITY;
     o->record_fd = -1;
+    o->drop_record_fd = -1;
 
     struct args a = {.prog = PROG, .usage = usage, .dialect = ARGS_DIALECT_DELAY,
                      .options = options, .argc = argc, .argv = argv};
@@ -209,10 +229,26 @@ void parse_args(int argc, char **argv, struct options *o)
             o->record_fd = (int)fd;
             break;
         }
+        case OPT_CONTROL:
+            o->control = true;
+            break;
+        case OPT_DROP_RECORD: {
+            uint64_t fd;
+            if (!parse_uint(val, 65535, &fd) || fd < 3)
+                args_fail(&a, "--drop-record-fd '%s' is not a descriptor to record to: use "
+                          "an integer 3..65535 open for writing, e.g. --drop-record-fd 4 "
+                          "4>dropped.pcap", val);
+            o->drop_record_fd = (int)fd;
+            break;
+        }
         }
     }
     if (!o->have_queue)
         args_fail(&a, "%s", "--queue is required, e.g. --queue 0 (see " PROG " --help)");
+    if (o->drop_record_fd >= 0 && !o->control)
+        args_fail(&a, "%s", "--drop-record-fd records the packets a plan drops: add --control");
+    if (o->drop_record_fd >= 0 && o->drop_record_fd == o->record_fd)
+        args_fail(&a, "%s", "--drop-record-fd and --record-fd need two descriptors");
     if (!o->have_delay)
         args_fail(&a, "%s", "--delay-ms is required, e.g. --delay-ms 10 (see " PROG " --help)");
 }

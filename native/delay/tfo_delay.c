@@ -77,20 +77,71 @@ static int64_t realtime_minus_monotonic(void)
     return best;
 }
 
-/* SIGUSR1 with --record-fd: write the records so far, then say so on stdout
- * ("FLUSHED N L": N packets recorded since the start, L released but not
- * recorded for want of memory).  0, or -1 on a failure (said on stderr). */
-static int flush_records(struct recorder *rec)
+/* SIGUSR1 with --record-fd: write the records so far (and --drop-record-fd's),
+ * then say so on stdout ("FLUSHED N L D": N packets recorded since the start, L
+ * released but not recorded for want of memory, D dropped packets recorded).
+ * 0, or -1 on a failure (said on stderr). */
+static int flush_records(struct recorder *rec, struct recorder *drop_rec)
 {
     int err = recorder_flush(rec);
     if (err != 0) {
         fprintf(stderr, PROG ": writing to --record-fd: %s\n", strerror(err));
         return -1;
     }
-    if (printf("FLUSHED %" PRIu64 " %" PRIu64 "\n", rec->records, rec->lost) < 0 ||
+    err = recorder_flush(drop_rec);
+    if (err != 0) {
+        fprintf(stderr, PROG ": writing to --drop-record-fd: %s\n", strerror(err));
+        return -1;
+    }
+    if (printf("FLUSHED %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", rec->records, rec->lost,
+               drop_rec->records) < 0 ||
         fflush(stdout) != 0) {
         fprintf(stderr, PROG ": cannot write FLUSHED to stdout: %s\n", strerror(errno));
         return -1;
+    }
+    return 0;
+}
+
+/* Control lines on stdin (--control), read as they come: each whole line is
+ * one plan (drop.c), answered on stdout with "DROPPING" or "REFUSED reason".
+ * Returns 0, 1 at end of file (no more lines will come), -1 on a failure. */
+struct control {
+    char line[1024];
+    size_t len;
+    bool overlong; /* the line being read is too long: refused when it ends */
+};
+
+static int answer(const char *what, const char *why)
+{
+    if (printf("%s%s%s\n", what, why ? " " : "", why ? why : "") < 0 || fflush(stdout) != 0) {
+        fprintf(stderr, PROG ": cannot answer on stdout: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int read_control(struct control *c, struct drop_plan *plan)
+{
+    char buf[512];
+    ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
+    if (r < 0)
+        return errno == EINTR || errno == EAGAIN ? 0 : -1;
+    if (r == 0)
+        return 1;
+    for (ssize_t i = 0; i < r; i++) {
+        if (buf[i] != '\n') {
+            if (c->len + 1 < sizeof c->line)
+                c->line[c->len++] = buf[i];
+            else
+                c->overlong = true;
+            continue;
+        }
+        c->line[c->len] = '\0';
+        const char *why = c->overlong ? "the line is too long" : drop_plan_parse(plan, c->line);
+        c->len = 0;
+        c->overlong = false;
+        if (answer(why ? "REFUSED" : "DROPPING", why) != 0)
+            return -1;
     }
     return 0;
 }
@@ -151,11 +202,17 @@ int main(int argc, char **argv)
     struct fifo fifo = { .limit = opt.max_queue };
     if (!fifo_grow(&fifo))
         fail_setup("allocating the packet FIFO", ENOMEM, "lower --max-queue");
-    struct recorder rec = { .fd = -1 };
+    struct recorder rec = { .fd = -1 }, drop_rec = { .fd = -1 };
     if (opt.record_fd >= 0)
         recorder_open(&rec, opt.record_fd);
+    if (opt.drop_record_fd >= 0)
+        recorder_open(&drop_rec, opt.drop_record_fd);
+    struct drop_plan plan = { .active = false };
+    struct control control = { .len = 0 };
+    bool control_open = opt.control;
     struct nl nl = { .fd = open_netlink(), .queue = opt.queue };
     struct handler h = { .nl = &nl, .fifo = &fifo, .st = &st, .rec = &rec,
+                         .drop_rec = &drop_rec, .plan = &plan,
                          .delay_ns = opt.delay_ns,
                          .realtime_minus_monotonic_ns = realtime_minus_monotonic() };
     /* A socket that asks for receive timestamps turns on the kernel's stamping
@@ -192,7 +249,7 @@ int main(int argc, char **argv)
     if (err != 0)
         fail_setup("binding the queue", err,
                    "this kernel needs CONFIG_NETFILTER_NETLINK_QUEUE");
-    err = send_params(&h, opt.max_queue, opt.fail_open, &rb);
+    err = send_params(&h, opt.max_queue, opt.fail_open, opt.control, &rb);
     if (err != 0) {
         fprintf(stderr, PROG ": configuring queue %u (copy mode, length, flags): %s; "
                 "this kernel's nfnetlink_queue is too old\n", opt.queue, strerror(err));
@@ -223,12 +280,13 @@ int main(int argc, char **argv)
             armed_due = front->due_ns;
         }
 
-        struct pollfd pfd[3] = {
+        struct pollfd pfd[4] = {
             { .fd = nl.fd, .events = POLLIN },
             { .fd = tfd, .events = POLLIN },
             { .fd = sfd, .events = POLLIN },
+            { .fd = control_open ? STDIN_FILENO : -1, .events = POLLIN },
         };
-        if (poll(pfd, 3, -1) < 0) {
+        if (poll(pfd, 4, -1) < 0) {
             if (errno == EINTR)
                 continue;
             fprintf(stderr, PROG ": poll: %s\n", strerror(errno));
@@ -244,7 +302,7 @@ int main(int argc, char **argv)
                 break;
             }
             if (r == (ssize_t)sizeof si && si.ssi_signo == SIGUSR1) {
-                if (flush_records(&rec) != 0) {
+                if (flush_records(&rec, &drop_rec) != 0) {
                     exit_code = EXIT_RUNTIME;
                     break;
                 }
@@ -253,6 +311,17 @@ int main(int argc, char **argv)
             if (r == (ssize_t)sizeof si || r == 0)
                 break;
             continue; /* EAGAIN or EINTR: nothing read */
+        }
+        if (pfd[3].revents & (POLLIN | POLLHUP | POLLERR)) {
+            int got = read_control(&control, &plan);
+            if (got < 0) {
+                fprintf(stderr, PROG ": reading the control lines on stdin: %s\n",
+                        strerror(errno));
+                exit_code = EXIT_RUNTIME;
+                break;
+            }
+            if (got == 1)
+                control_open = false; /* end of file: the plan in force stays */
         }
         if (pfd[1].revents & POLLIN) {
             uint64_t expirations;
@@ -304,6 +373,11 @@ int main(int argc, char **argv)
     int rec_err = recorder_close(&rec);
     if (rec_err != 0) {
         fprintf(stderr, PROG ": writing to --record-fd: %s\n", strerror(rec_err));
+        exit_code = EXIT_RUNTIME;
+    }
+    rec_err = recorder_close(&drop_rec);
+    if (rec_err != 0) {
+        fprintf(stderr, PROG ": writing to --drop-record-fd: %s\n", strerror(rec_err));
         exit_code = EXIT_RUNTIME;
     }
     st.recorded = rec.records;

@@ -9,6 +9,7 @@
  *   hold.c        the hold-and-release FIFO: due times and verdicts
  *   record.c      --record-fd: every released packet, stamped, as a pcap file
  *   stats.c       lateness histogram, kernel drop counters, the report lines
+ *   drop.c        --control: deterministic drops, a plan per iteration
  *
  * Every file defines _GNU_SOURCE before its first include (signalfd,
  * SO_RCVBUFFORCE, clock_gettime under -std=c11).
@@ -35,6 +36,9 @@
 #define HIST_BINS 100000u /* lateness histogram: 1 us bins up to 100 ms */
 /* A packet message with its whole packet (copy range 65531) fits with room to spare. */
 #define RECV_BUF_BYTES (128 * 1024)
+/* With drop plans possible and nothing recorded, each packet's first bytes are
+ * copied: IPv6's 40-byte header and TCP's ports fit with room to spare. */
+#define HEADER_COPY_BYTES 128u
 
 /* ------------------------------------------------------------------------ */
 /* options.c                                                                */
@@ -50,6 +54,8 @@ struct options {
     bool fail_open;
     int rt_priority;
     int record_fd; /* --record-fd N, or -1 */
+    bool control;  /* --control: plans on stdin, answers on stdout (drop.c) */
+    int drop_record_fd; /* --drop-record-fd N, or -1 */
 };
 
 /* Fill *o from the command line; bad input exits 2, --help exits 0. */
@@ -116,6 +122,33 @@ int recorder_flush(struct recorder *r);
 int recorder_close(struct recorder *r);
 
 /* ------------------------------------------------------------------------ */
+/* drop.c: deterministic drops                                              */
+
+#define MAX_DROPS 64u
+enum { DROP_CLIENT = 0, DROP_SERVER = 1 };
+
+struct drop_entry {
+    int sender;     /* DROP_CLIENT or DROP_SERVER */
+    uint32_t index; /* 1-based, among that sender's packets since the plan began */
+};
+
+struct drop_plan {
+    bool active;          /* a plan was given: packets of its port are counted */
+    uint16_t server_port;
+    uint32_t seen[2];     /* packets counted per sender since the plan began */
+    uint32_t count;
+    struct drop_entry drops[MAX_DROPS];
+    uint64_t dropped;     /* packets dropped since the start (every plan) */
+};
+
+/* Parse a control line "DROP PORT LIST" into *plan (its counts from zero).
+ * Returns NULL, or the reason the line is refused (then *plan is unchanged). */
+const char *drop_plan_parse(struct drop_plan *plan, const char *line);
+
+/* Count a packet (its IP header onward) against the plan: true to drop it. */
+bool drop_plan_decide(struct drop_plan *plan, const unsigned char *packet, uint32_t len);
+
+/* ------------------------------------------------------------------------ */
 /* stats.c                                                                  */
 
 struct stats {
@@ -128,6 +161,7 @@ struct stats {
     uint64_t verdict_errors;    /* NLMSG_ERROR answers to our verdicts */
     uint64_t recorded;          /* packets written to --record's file */
     uint64_t implausible_stamps; /* send stamps not trusted (see MAX_SEND_LAG_NS) */
+    uint64_t dropped;           /* packets dropped by a plan (--control) */
     uint32_t max_depth;
     int64_t late_max_ns;
     uint64_t hist_over;         /* lateness >= HIST_BINS us */
@@ -176,6 +210,8 @@ struct handler {
     struct fifo *fifo;
     struct stats *st;
     struct recorder *rec; /* rec->fd < 0: not recording */
+    struct recorder *drop_rec; /* the packets dropped, stamped when sent; fd < 0: none */
+    struct drop_plan *plan; /* plan->active false: nothing is dropped */
     int64_t delay_ns;
     bool stopping; /* the shutdown batch went out: what is read now is accepted by it */
     int64_t realtime_minus_monotonic_ns; /* to read a packet's send stamp (NFQA_TIMESTAMP) */
@@ -195,6 +231,9 @@ int nl_send(struct nl *n, const void *buf, size_t len);
 /* NF_ACCEPT packet id (batch: every queued id up to it).  Returns 0 or an errno. */
 int send_verdict(struct nl *n, uint32_t id, bool batch);
 
+/* NF_DROP packet id.  Returns 0 or an errno. */
+int send_drop_verdict(struct nl *n, uint32_t id);
+
 /*
  * Read one datagram without blocking and handle it: packets are held,
  * acknowledgements recorded.  Returns 1 if one was handled, 0 when the socket
@@ -209,9 +248,11 @@ int open_netlink(void);
 /* NFQNL_CFG_CMD_BIND or _UNBIND, acknowledged.  Returns 0 or an errno. */
 int send_cmd(struct handler *h, uint8_t cmd, union nl_buf *rb);
 
-/* Copy mode (metadata only, or whole packets while recording), queue length,
+/* Copy mode (metadata only, headers with a drop plan possible, whole packets
+ * while recording), queue length,
  * GSO and fail-open flags, acknowledged.  Returns 0 or an errno. */
-int send_params(struct handler *h, uint32_t maxlen, bool fail_open, union nl_buf *rb);
+int send_params(struct handler *h, uint32_t maxlen, bool fail_open, bool headers,
+                union nl_buf *rb);
 
 /* Accept everything still queued and unbind, in one datagram.  Returns 0 or an errno. */
 int release_all_and_unbind(struct handler *h, union nl_buf *rb);

@@ -55,9 +55,11 @@ class Delayer:
         queue: int = QUEUE,
         extra: tuple[str, ...] = (),
         pass_fds: tuple[int, ...] = (),
+        control: bool = False,
     ) -> None:
         self.proc = subprocess.Popen(
             [*delayer_args(binary, delay_ms, queue), *extra],
+            stdin=subprocess.PIPE if control else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -68,6 +70,14 @@ class Delayer:
         self.ready = (self.proc.stdout.readline().strip() if ready else "") == "READY"
         self.returncode: int | None = None
         self.stdout = self.stderr = ""
+
+    def say(self, line: str) -> str:
+        """One control line (--control), and the delayer's answer to it."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], 5.0)
+        return self.proc.stdout.readline().strip() if ready else ""
 
     def stop(self, sig: int = signal.SIGTERM) -> dict:
         if self.returncode is None:
@@ -317,6 +327,60 @@ def scenario_record(args: argparse.Namespace) -> dict:
     return {"flushed": flushed, "flushed_bytes": flushed_bytes, "pcap_hex": data.hex(), **stopped}
 
 
+def scenario_drop(args: argparse.Namespace) -> dict:
+    """--control: a plan that drops the client's first packet (its SYN), so connect()
+    waits for the SYN's retransmission; the dropped packet recorded, stamped when sent;
+    a bad plan refused with the one before kept in force; then a plan of nothing."""
+    add_rule("tcp")
+    dropped = os.memfd_create("dropped")
+    delayer = Delayer(
+        args.binary,
+        args.delay_ms,
+        extra=("--control", "--drop-record-fd", str(dropped)),
+        pass_fds=(dropped,),
+        control=True,
+    )
+    if not delayer.ready:
+        return {"error": "delayer not ready", **delayer.stop()}
+    listener = listener_socket()
+    port = listener.getsockname()[1]
+    answers = [delayer.say(f"DROP {port} client:1")]
+    t0 = time.monotonic_ns()
+    client, server, connect_ms = tcp_pair(listener)
+    echo = echo_ms(client, server)
+    for bad in (
+        "DROP 0 client:1",
+        f"DROP {port} client:0",
+        f"DROP {port} client:1,",
+        f"DROP {port} client:1,client:1",
+        "HELLO",
+        f"DROP {port} " + "x" * 2000,
+    ):
+        answers.append(delayer.say(bad))
+    answers.append(delayer.say(f"DROP {port} -"))
+    again, server_again, connect_again_ms = tcp_pair(listener)
+    for sock in (client, server, again, server_again, listener):
+        sock.close()
+    assert delayer.proc.stdout is not None
+    delayer.proc.send_signal(signal.SIGUSR1)
+    ready, _, _ = select.select([delayer.proc.stdout], [], [], 5.0)
+    flushed = delayer.proc.stdout.readline().strip() if ready else ""
+    stopped = delayer.stop()
+    data = os.pread(dropped, os.fstat(dropped).st_size, 0)
+    os.close(dropped)
+    return {
+        "answers": answers,
+        "port": port,
+        "connect_ms": connect_ms,
+        "echo_ms": echo,
+        "connect_again_ms": connect_again_ms,
+        "started_ns": t0,
+        "flushed": flushed,
+        "pcap_hex": data.hex(),
+        **stopped,
+    }
+
+
 def scenario_probe(args: argparse.Namespace) -> dict:
     """Can this machine run the others: the rule installs and the delayer binds."""
     add_rule("tcp")
@@ -332,6 +396,7 @@ SCENARIOS = {
     "eperm": scenario_eperm,
     "overflow": scenario_overflow,
     "record": scenario_record,
+    "drop": scenario_drop,
 }
 
 

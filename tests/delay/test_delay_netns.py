@@ -45,6 +45,7 @@ STATS_KEYS = {
     "sched",
     "recorded",
     "implausible_stamps",
+    "dropped",
 }
 
 
@@ -192,7 +193,7 @@ def test_every_released_packet_is_recorded_stamped_at_its_verdict(tfo_delay: str
     how many, the stop writes the rest."""
     run = run_in_netns("record", tfo_delay, "--delay-ms", "10")
     assert run["returncode"] == 0, run["stderr"]
-    assert run["flushed"] == "FLUSHED 40 0"  # recorded, lost
+    assert run["flushed"] == "FLUSHED 40 0 0"  # recorded, lost, dropped recorded
     data = bytes.fromhex(run["pcap_hex"])
     records = _pcap_records(data)
     assert len(records) == 41 and run["stats"]["recorded"] == 41
@@ -202,6 +203,38 @@ def test_every_released_packet_is_recorded_stamped_at_its_verdict(tfo_delay: str
         assert packet[9] == socket.IPPROTO_UDP
         (sent,) = struct.unpack_from("=q", packet, 28)
         assert_in_band((stamp - sent) / 1e6, 10.0, 11.0, "a record's stamp after its send")
+
+
+def test_a_plan_drops_the_packet_it_names_and_records_it(tfo_delay: str) -> None:
+    """--control: "DROP PORT client:1" drops the client's SYN (NF_DROP), so connect()
+    returns only after the SYN's retransmission, 1 s later (TCP_TIMEOUT_INIT); the
+    dropped SYN is recorded once, stamped when it was sent. A bad plan is refused with
+    its reason and changes nothing; "DROP PORT -" drops nothing."""
+    delay_ms = 5.0
+    run = run_in_netns("drop", tfo_delay, "--delay-ms", str(delay_ms))
+    assert run["returncode"] == 0, run["stderr"]
+    answers = run["answers"]
+    assert answers[0] == "DROPPING"
+    assert answers[1:-1] == [
+        "REFUSED the port is not 1..65535",
+        "REFUSED an entry is not client:N or server:N with N 1..1000000",
+        "REFUSED the list ends with a comma",
+        "REFUSED an entry is named twice",
+        "REFUSED not a DROP line: use DROP PORT LIST",
+        "REFUSED the line is too long",
+    ]
+    assert answers[-1] == "DROPPING"
+    assert run["stats"]["dropped"] == 1 and run["flushed"] == "FLUSHED 0 0 1"
+    assert run["connect_ms"] > 1000.0  # the SYN's retransmission timer, at least 1 s
+    assert run["connect_again_ms"] < 1000.0  # nothing dropped: the first SYN made it
+    records = _pcap_records(bytes.fromhex(run["pcap_hex"]))
+    assert len(records) == 1
+    stamp, packet, _ = records[0]
+    tcp = (packet[0] & 0x0F) * 4
+    dport = struct.unpack_from("!H", packet, tcp + 2)[0]
+    flags = packet[tcp + 13]
+    assert (dport, flags) == (run["port"], 0x02)  # the client's SYN, nothing else
+    assert 0 <= (stamp - run["started_ns"]) / 1e6 < delay_ms  # sent at connect(), not held
 
 
 def test_second_delayer_on_a_bound_queue_exits_2(tfo_delay: str) -> None:
@@ -234,6 +267,7 @@ def test_sanitized_build_runs_clean(tfo_delay_sanitized: str) -> None:
         ),
         run_in_netns("release", tfo_delay_sanitized, "--delay-ms", "3000", env=env),
         run_in_netns("record", tfo_delay_sanitized, "--delay-ms", "5", env=env),
+        run_in_netns("drop", tfo_delay_sanitized, "--delay-ms", "5", env=env),
     ]
     for run in runs:
         assert run["returncode"] == 0, run["stderr"]

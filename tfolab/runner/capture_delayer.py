@@ -7,8 +7,9 @@ reached the receiving TCP: when it gave the verdict. It records every packet it
 releases (`--record-fd`, native/delay/record.c) into an anonymous memory file
 this process created and handed over, as pcap records stamped on
 CLOCK_MONOTONIC (the clock of the native client's timestamps); SIGUSR1 asks it
-to write what it holds, and it answers "FLUSHED N L" on stdout (N recorded
-since it began, L released but not recorded for want of memory).
+to write what it holds, and it answers "FLUSHED N L D" on stdout (N recorded
+since it began, L released but not recorded for want of memory, D dropped
+packets recorded, native/delay/drop.c).
 
 Rules:
 - Same interface as capture.Capture (open, start, stop -> CaptureResult,
@@ -111,7 +112,7 @@ class DelayerCapture:
         self._running = False
 
     def _flush(self) -> int:
-        """SIGUSR1, then wait for "FLUSHED N L"; L, the records lost since the delayer began."""
+        """SIGUSR1, then wait for "FLUSHED N L D"; L, the records lost since the delayer began."""
         try:
             os.kill(self._pid, signal.SIGUSR1)
         except ProcessLookupError:
@@ -127,8 +128,8 @@ class DelayerCapture:
                 raise CaptureFailed("the delayer exited before writing its packets")
             line += chunk
         words = line.split()
-        if len(words) != 3 or words[0] != b"FLUSHED" or not all(w.isdigit() for w in words[1:]):
-            raise CaptureFailed(f"the delayer answered {line!r}, not FLUSHED N L")
+        if len(words) != 4 or words[0] != b"FLUSHED" or not all(w.isdigit() for w in words[1:]):
+            raise CaptureFailed(f"the delayer answered {line!r}, not FLUSHED N L D")
         return int(words[2])
 
     def _decode(self, data: bytes) -> tuple[list[CapturedSegment], list[str], int, int]:

@@ -1,0 +1,145 @@
+/*
+ * drop.c - deterministic drops (--control): before each iteration the lab
+ * names, by their order, which of the client's and the server's packets the
+ * delayer drops instead of delaying.
+ *
+ * Rules:
+ * - A plan is one control line, "DROP PORT LIST": PORT is the lab server's TCP
+ *   port; LIST is "-" (drop nothing) or comma-separated "client:N" and
+ *   "server:N", N counting from 1.  A packet to PORT is the client's, a packet
+ *   from PORT the server's; every other packet passes uncounted.
+ * - Each plan starts its counts at zero: the lab sends one before each
+ *   iteration, so N counts within the iteration.  A packet counts as it reaches
+ *   the queue: a GSO packet (the queue hands those over whole) is one, as it
+ *   is one on lo, and a retransmission is a new one.
+ * - Parsing is strict (digits only, no duplicates, at most MAX_DROPS entries);
+ *   a bad line changes nothing and is answered with the reason.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tfo_delay.h"
+
+#define IPPROTO_TCP_NUMBER 6
+#define MAX_INDEX 1000000u
+
+/* Decimal 1..MAX_INDEX from s up to (not including) end. */
+static bool parse_index(const char *s, const char *end, uint32_t *out)
+{
+    uint32_t v = 0;
+    if (s == end)
+        return false;
+    for (; s < end; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        v = v * 10u + (uint32_t)(*s - '0');
+        if (v > MAX_INDEX)
+            return false;
+    }
+    if (v == 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_entry(const char *s, const char *end, struct drop_entry *e)
+{
+    static const char client[] = "client:", server[] = "server:";
+    size_t len = (size_t)(end - s);
+    if (len > sizeof client - 1 && memcmp(s, client, sizeof client - 1) == 0) {
+        e->sender = DROP_CLIENT;
+        return parse_index(s + sizeof client - 1, end, &e->index);
+    }
+    if (len > sizeof server - 1 && memcmp(s, server, sizeof server - 1) == 0) {
+        e->sender = DROP_SERVER;
+        return parse_index(s + sizeof server - 1, end, &e->index);
+    }
+    return false;
+}
+
+const char *drop_plan_parse(struct drop_plan *plan, const char *line)
+{
+    struct drop_plan next = { .active = true, .dropped = plan->dropped };
+    if (strncmp(line, "DROP ", 5) != 0)
+        return "not a DROP line: use DROP PORT LIST";
+    const char *p = line + 5;
+    const char *space = strchr(p, ' ');
+    uint32_t port;
+    if (space == NULL || !parse_index(p, space, &port) || port > 65535)
+        return "the port is not 1..65535";
+    next.server_port = (uint16_t)port;
+    const char *list = space + 1;
+    if (strcmp(list, "-") != 0) {
+        while (*list != '\0') {
+            const char *comma = strchr(list, ',');
+            const char *end = comma != NULL ? comma : list + strlen(list);
+            if (next.count == MAX_DROPS)
+                return "too many drops in one plan";
+            struct drop_entry e;
+            if (!parse_entry(list, end, &e))
+                return "an entry is not client:N or server:N with N 1..1000000";
+            for (uint32_t i = 0; i < next.count; i++)
+                if (next.drops[i].sender == e.sender && next.drops[i].index == e.index)
+                    return "an entry is named twice";
+            next.drops[next.count++] = e;
+            if (comma == NULL)
+                break;
+            list = comma + 1;
+            if (*list == '\0')
+                return "the list ends with a comma";
+        }
+    }
+    *plan = next;
+    return NULL;
+}
+
+/* The TCP ports of an IPv4 or IPv6 packet; false when it is not TCP or too short. */
+static bool tcp_ports(const unsigned char *packet, uint32_t len, uint16_t *sport, uint16_t *dport)
+{
+    uint32_t at;
+    if (len < 1)
+        return false;
+    if (packet[0] >> 4 == 4) {
+        if (len < 20 || packet[9] != IPPROTO_TCP_NUMBER)
+            return false;
+        at = (uint32_t)(packet[0] & 0x0f) * 4u;
+    } else if (packet[0] >> 4 == 6) {
+        if (len < 40 || packet[6] != IPPROTO_TCP_NUMBER)
+            return false; /* lo's IPv6 packets carry no extension headers */
+        at = 40;
+    } else {
+        return false;
+    }
+    if (len < at + 4)
+        return false;
+    *sport = (uint16_t)(packet[at] << 8 | packet[at + 1]);
+    *dport = (uint16_t)(packet[at + 2] << 8 | packet[at + 3]);
+    return true;
+}
+
+bool drop_plan_decide(struct drop_plan *plan, const unsigned char *packet, uint32_t len)
+{
+    uint16_t sport, dport;
+    if (!plan->active || packet == NULL || !tcp_ports(packet, len, &sport, &dport))
+        return false;
+    int sender;
+    if (dport == plan->server_port)
+        sender = DROP_CLIENT;
+    else if (sport == plan->server_port)
+        sender = DROP_SERVER;
+    else
+        return false;
+    uint32_t index = ++plan->seen[sender];
+    for (uint32_t i = 0; i < plan->count; i++) {
+        if (plan->drops[i].sender == sender && plan->drops[i].index == index) {
+            plan->dropped++;
+            return true;
+        }
+    }
+    return false;
+}
