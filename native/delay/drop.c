@@ -6,12 +6,16 @@
  * Rules:
  * - A plan is one control line, "DROP PORT LIST": PORT is the lab server's TCP
  *   port; LIST is "-" (drop nothing) or comma-separated "client:N" and
- *   "server:N", N counting from 1.  A packet to PORT is the client's, a packet
- *   from PORT the server's; every other packet passes uncounted.
- * - Each plan starts its counts at zero: the lab sends one before each
- *   iteration, so N counts within the iteration.  A packet counts as it reaches
- *   the queue: a GSO packet (the queue hands those over whole) is one, as it
- *   is one on lo, and a retransmission is a new one.
+ *   "server:N", N counting from 1.
+ * - A plan is for the next connection to PORT: the first SYN (without ACK) to
+ *   PORT after the line names its client port.  Only that connection's
+ *   packets are counted, the client's (to PORT) and the server's (from PORT);
+ *   every other packet passes uncounted, so an earlier connection's last
+ *   packets, which may still be under way, never shift the count.  The lab
+ *   sends a plan before each iteration's connection, so N counts within the
+ *   iteration.  A packet counts as it reaches the queue: a GSO packet (the
+ *   queue hands those over whole) is one, as it is one on lo, and a
+ *   retransmission is a new one.
  * - Parsing is strict (digits only, no duplicates, at most MAX_DROPS entries);
  *   a bad line changes nothing and is answered with the reason.
  */
@@ -98,8 +102,13 @@ const char *drop_plan_parse(struct drop_plan *plan, const char *line)
     return NULL;
 }
 
-/* The TCP ports of an IPv4 or IPv6 packet; false when it is not TCP or too short. */
-static bool tcp_ports(const unsigned char *packet, uint32_t len, uint16_t *sport, uint16_t *dport)
+#define TCP_FLAG_SYN 0x02u
+#define TCP_FLAG_ACK 0x10u
+
+/* The TCP ports and flags of an IPv4 or IPv6 packet; false when it is not TCP or
+ * too short. */
+static bool tcp_ports(const unsigned char *packet, uint32_t len, uint16_t *sport, uint16_t *dport,
+                      uint8_t *flags)
 {
     uint32_t at;
     if (len < 1)
@@ -115,22 +124,29 @@ static bool tcp_ports(const unsigned char *packet, uint32_t len, uint16_t *sport
     } else {
         return false;
     }
-    if (len < at + 4)
+    if (len < at + 14)
         return false;
     *sport = (uint16_t)(packet[at] << 8 | packet[at + 1]);
     *dport = (uint16_t)(packet[at + 2] << 8 | packet[at + 3]);
+    *flags = packet[at + 13];
     return true;
 }
 
 bool drop_plan_decide(struct drop_plan *plan, const unsigned char *packet, uint32_t len)
 {
     uint16_t sport, dport;
-    if (!plan->active || packet == NULL || !tcp_ports(packet, len, &sport, &dport))
+    uint8_t flags;
+    if (!plan->active || packet == NULL || !tcp_ports(packet, len, &sport, &dport, &flags))
         return false;
+    if (plan->client_port == 0 && dport == plan->server_port &&
+        (flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN)
+        plan->client_port = sport; /* the plan's connection begins */
     int sender;
-    if (dport == plan->server_port)
+    if (plan->client_port == 0)
+        return false;
+    if (dport == plan->server_port && sport == plan->client_port)
         sender = DROP_CLIENT;
-    else if (sport == plan->server_port)
+    else if (sport == plan->server_port && dport == plan->client_port)
         sender = DROP_SERVER;
     else
         return false;

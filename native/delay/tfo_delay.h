@@ -135,6 +135,7 @@ struct drop_entry {
 struct drop_plan {
     bool active;          /* a plan was given: packets of its port are counted */
     uint16_t server_port;
+    uint16_t client_port; /* the plan's connection, from its first SYN; 0: not yet */
     uint32_t seen[2];     /* packets counted per sender since the plan began */
     uint32_t count;
     struct drop_entry drops[MAX_DROPS];

@@ -330,7 +330,9 @@ def scenario_record(args: argparse.Namespace) -> dict:
 def scenario_drop(args: argparse.Namespace) -> dict:
     """--control: a plan that drops the client's first packet (its SYN), so connect()
     waits for the SYN's retransmission; the dropped packet recorded, stamped when sent;
-    a bad plan refused with the one before kept in force; then a plan of nothing."""
+    a bad plan refused with the one before kept in force; the same plan again, which
+    leaves the open connection's echo alone and drops the next connection's SYN; then a
+    plan of nothing."""
     add_rule("tcp")
     dropped = os.memfd_create("dropped")
     delayer = Delayer(
@@ -357,9 +359,13 @@ def scenario_drop(args: argparse.Namespace) -> dict:
         f"DROP {port} " + "x" * 2000,
     ):
         answers.append(delayer.say(bad))
+    # a plan is for the next connection: the earlier one's packets are not counted
+    answers.append(delayer.say(f"DROP {port} client:1"))
+    echo_before_next = echo_ms(client, server)
+    second, server_second, connect_second_ms = tcp_pair(listener)
     answers.append(delayer.say(f"DROP {port} -"))
     again, server_again, connect_again_ms = tcp_pair(listener)
-    for sock in (client, server, again, server_again, listener):
+    for sock in (client, server, second, server_second, again, server_again, listener):
         sock.close()
     assert delayer.proc.stdout is not None
     delayer.proc.send_signal(signal.SIGUSR1)
@@ -374,6 +380,8 @@ def scenario_drop(args: argparse.Namespace) -> dict:
         "connect_ms": connect_ms,
         "echo_ms": echo,
         "connect_again_ms": connect_again_ms,
+        "echo_before_next_ms": echo_before_next,
+        "connect_second_ms": connect_second_ms,
         "started_ns": t0,
         "flushed": flushed,
         "pcap_hex": data.hex(),

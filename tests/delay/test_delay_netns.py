@@ -206,16 +206,17 @@ def test_every_released_packet_is_recorded_stamped_at_its_verdict(tfo_delay: str
 
 
 def test_a_plan_drops_the_packet_it_names_and_records_it(tfo_delay: str) -> None:
-    """--control: "DROP PORT client:1" drops the client's SYN (NF_DROP), so connect()
-    returns only after the SYN's retransmission, 1 s later (TCP_TIMEOUT_INIT); the
-    dropped SYN is recorded once, stamped when it was sent. A bad plan is refused with
-    its reason and changes nothing; "DROP PORT -" drops nothing."""
+    """--control: "DROP PORT client:1" drops the next connection's SYN (NF_DROP), so
+    connect() returns only after the SYN's retransmission, 1 s later (TCP_TIMEOUT_INIT);
+    the dropped SYN is recorded once, stamped when it was sent. A bad plan is refused
+    with its reason and changes nothing. A plan counts only the next connection's
+    packets, never an open one's; "DROP PORT -" drops nothing."""
     delay_ms = 5.0
     run = run_in_netns("drop", tfo_delay, "--delay-ms", str(delay_ms))
     assert run["returncode"] == 0, run["stderr"]
     answers = run["answers"]
-    assert answers[0] == "DROPPING"
-    assert answers[1:-1] == [
+    assert answers[0] == answers[-2] == answers[-1] == "DROPPING"
+    assert answers[1:-2] == [
         "REFUSED the port is not 1..65535",
         "REFUSED an entry is not client:N or server:N with N 1..1000000",
         "REFUSED the list ends with a comma",
@@ -223,12 +224,13 @@ def test_a_plan_drops_the_packet_it_names_and_records_it(tfo_delay: str) -> None
         "REFUSED not a DROP line: use DROP PORT LIST",
         "REFUSED the line is too long",
     ]
-    assert answers[-1] == "DROPPING"
-    assert run["stats"]["dropped"] == 1 and run["flushed"] == "FLUSHED 0 0 1"
+    assert run["stats"]["dropped"] == 2 and run["flushed"] == "FLUSHED 0 0 2"
     assert run["connect_ms"] > 1000.0  # the SYN's retransmission timer, at least 1 s
+    assert run["echo_before_next_ms"] < 1000.0  # the open connection's packets: not counted
+    assert run["connect_second_ms"] > 1000.0  # the next connection's SYN: dropped
     assert run["connect_again_ms"] < 1000.0  # nothing dropped: the first SYN made it
     records = _pcap_records(bytes.fromhex(run["pcap_hex"]))
-    assert len(records) == 1
+    assert len(records) == 2
     stamp, packet, _ = records[0]
     tcp = (packet[0] & 0x0F) * 4
     dport = struct.unpack_from("!H", packet, tcp + 2)[0]
