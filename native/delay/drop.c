@@ -13,9 +13,10 @@
  *   every other packet passes uncounted, so an earlier connection's last
  *   packets, which may still be under way, never shift the count.  The lab
  *   sends a plan before each iteration's connection, so N counts within the
- *   iteration.  A packet counts as it reaches the queue: a GSO packet (the
- *   queue hands those over whole) is one, as it is one on lo, and a
- *   retransmission is a new one.
+ *   iteration.  A packet counts as it reaches the queue, one per packet the
+ *   queue hands over (on the lab's lo, with TSO and GSO off, one per segment:
+ *   the device cuts GSO packets in software first), and a retransmission is a
+ *   new one.
  * - Parsing is strict (digits only, no duplicates, at most MAX_DROPS entries);
  *   a bad line changes nothing and is answered with the reason.
  */
