@@ -34,9 +34,13 @@ class CapturedRow(msgspec.Struct, frozen=True):
     length: int
     options: list[TcpOption]  # typed as the model's (tfolab.model.options), in wire order
     window: int  # the header's window field, as on the wire (unscaled)
+    # the path lost it (the `drop` setting): t_ms is when it was sent, not an arrival
+    lost: bool = False
 
     def to_json(self) -> dict[str, object]:
         """The JSON contract's `captured` row: options by their labels."""
         data = msgspec.to_builtins(self)
         data["options"] = labels(self.options)
+        if not self.lost:
+            del data["lost"]  # only a lost row says so
         return data  # type: ignore[no-any-return]

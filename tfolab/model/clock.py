@@ -75,6 +75,18 @@ class JiffyClock:
         bucket = ((expires >> shift) + 1) << shift
         return self.tick_time(bucket)
 
+    def wheel_granularity(self, expires: int, now_ns: int) -> int:
+        """The width in ticks of the bucket a timer set now for jiffies `expires` lands
+        in (LVL_GRAN of its level: 1 under 63 jiffies away, 8 under 504, ...). Which
+        bucket of that width depends on the jiffies counter's real value, which the
+        model's clock (starting near 0) cannot know; a timer armed exactly on a
+        bucket's edge keeps its phase to the grid."""
+        delta = max(expires - self.jiffies(now_ns), 0)
+        level = 0
+        while level < 8 and delta >= _level_start(level + 1):
+            level += 1
+        return 1 << (level * _LVL_CLK_SHIFT)
+
 
 def _level_start(level: int) -> int:
     """LVL_START(n): the first delta (in jiffies) that lands on level n."""

@@ -70,6 +70,7 @@ from collections import Counter
 
 from tfolab.model.events import Event, Segment
 from tfolab.model.fastopen import syn_data_space
+from tfolab.model.loss_domain import drop_refusal
 from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.rcv_space import RcvSpace, ReceiveMemory
 from tfolab.model.scenario import CAPTURE_TAIL_MS, ScenarioConfig
@@ -161,7 +162,12 @@ def refusal(
             reason = _message_refusal(config, name, size, receive_memory, wscale, iterations)
         if reason:
             return reason
-    return _replay_refusal(config, receive_memory) or _timer_refusal(config, delay_ms)
+    client_message = messages(config)[0][1]
+    return (
+        _replay_refusal(config, receive_memory)
+        or _timer_refusal(config, delay_ms)
+        or drop_refusal(config, iterations, client_message, mss_in_use(config.mtu))
+    )
 
 
 def _replay_refusal(config: ScenarioConfig, receive_memory: ReceiveMemory) -> str | None:

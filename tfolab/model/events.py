@@ -80,6 +80,9 @@ class Segment:
     # its PSH may be either way: a race on where GSO skbs end (output.py: the host's
     # round trip decides how many segments tcp_tso_autosize allows)
     psh_race: bool = False
+    # the path lost it (the `drop` setting, path.py): it never arrives; arrived_ms is
+    # its send time, as the delayer stamps a packet it drops
+    lost: bool = False
 
     @property
     def time_ms(self) -> float:
@@ -102,6 +105,8 @@ class Segment:
             parts.append(f"len={self.length}")
         if self.cookie is not None:
             parts.append("TFO req" if self.cookie.length == 0 else "TFO cookie")
+        if self.lost:
+            parts.append("(lost)")
         return " ".join(parts)
 
     def to_json(self) -> dict[str, object]:
@@ -113,6 +118,8 @@ class Segment:
         del data["starts_skb"]
         if not self.psh_race:
             del data["psh_race"]
+        if not self.lost:
+            del data["lost"]
         if self.merged_ack is None:
             del data["merged_ack"], data["merged_windows"]
         else:
@@ -157,11 +164,17 @@ class Timer:
     # fired, but only if its burst's deferred ACK did not already cover the data: on
     # a real machine it may never have been armed (delack_timer.py)
     unless_merged: bool = False
+    # the ticks within which a real machine fires it after the model does or before:
+    # the timer wheel's granularity at its level (clock.wheel_granularity) where it was
+    # armed off the wheel's grid, else 1 (the jiffies phase)
+    spread_ticks: int = 1
 
     def to_json(self) -> dict[str, object]:
         data = {"kind": "timer", **asdict(self)}
         if not self.unless_merged:
             del data["unless_merged"]
+        if self.spread_ticks == 1:
+            del data["spread_ticks"]
         return data
 
 
@@ -246,6 +259,7 @@ class Recorder:
         window_alternatives: tuple[int, ...] = (),
         starts_skb: bool = True,
         psh_race: bool = False,
+        lost: bool = False,
     ) -> Segment:
         event = Segment(
             id=self._id(),
@@ -269,6 +283,7 @@ class Recorder:
             window_alternatives=window_alternatives,
             starts_skb=starts_skb,
             psh_race=psh_race,
+            lost=lost,
         )
         self._add(event)
         return event
@@ -316,6 +331,7 @@ class Recorder:
         caused_by: int | None,
         race: bool = False,
         unless_merged: bool = False,
+        spread_ticks: int = 1,
     ) -> Timer:
         event = Timer(
             id=self._id(),
@@ -331,6 +347,7 @@ class Recorder:
             caused_by=caused_by,
             race=race,
             unless_merged=unless_merged,
+            spread_ticks=spread_ticks,
         )
         self._add(event)
         return event

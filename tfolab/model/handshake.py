@@ -24,7 +24,7 @@ tcp_rcv_synsent_state_process / tcp_rcv_fastopen_synack, tcp_fastopen.c):
 
 from __future__ import annotations
 
-from tfolab.model import delack_timer
+from tfolab.model import delack_timer, syn_timer
 from tfolab.model.delack import ACK_SCHED, ACK_TIMER
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynDecision, SynPlan, client_learns
 from tfolab.model.flights import Flight
@@ -69,6 +69,7 @@ def connect(
         mss_option=sock.advmss,
     )
     sock.flights.append(Flight(0, 1 + len(data), now, False, event_id, data=bool(data)))
+    syn_timer.arm(sock, now, event_id)
     return event_id
 
 

@@ -75,6 +75,7 @@ from tfolab.model.domain import TIMERS_ISSUE
 from tfolab.model.endpoint import TcpEndpoint
 from tfolab.model.events import Recorder, Side
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
+from tfolab.model.path import Path
 from tfolab.model.predict import Headline
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.replay import TimeWaitPeer, send_replay
@@ -209,6 +210,7 @@ class World:
             rtt_excess_ns=rtt_excess_ns,
             pacing_excess_ns=pacing_excess_ns,
             windows_model=config.read_whole,
+            path=Path(config.drop),
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(

@@ -33,6 +33,7 @@ from tfolab.model import nagle, pacing, tso_defer
 from tfolab.model.events import CookieInfo
 from tfolab.model.flights import Flight, ends_a_write, segment_name
 from tfolab.model.options import TcpOption, Timestamps, syn_options
+from tfolab.model.path import LossNotFollowed
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent
 from tfolab.model.wire import Wire
@@ -88,6 +89,10 @@ def transmit(
     if cookie is not None:
         options += (cookie.option(),)
     arrival = env.link.arrival(now)
+    lost = env.path.loses(sock.iteration, sock.connection, sock.side)
+    if lost:
+        arrival = now  # it never arrives: recorded at its send time, as the delayer does
+        _check_loss(sock, flags, payload, what)
     event = env.recorder.segment(
         iteration=sock.iteration,
         connection=sock.connection,
@@ -109,6 +114,7 @@ def transmit(
         window_alternatives=tuple(w for w in window_alternatives if w != window),
         starts_skb=new_skb,
         psh_race=psh_race,
+        lost=lost,
     )
     offered = window if "SYN" in flags else window << env.wscale
     wire = Wire(
@@ -128,7 +134,8 @@ def transmit(
         gso_size=gso_size,
         frags=frags,
     )
-    env.transmit(wire, arrival)
+    if not lost:
+        env.transmit(wire, arrival)
     if ack is not None:
         _ack_sent(sock, now, event.id, what)
     if payload and new_skb and env.rules.data_sent(sock.ack, sock.jiffies(now)):
@@ -194,6 +201,38 @@ def _timer_may_win(sock: TcpSock, now: int) -> bool:
     tick_ns = 1_000_000_000 // sock.env.clock.hz
     earliest = sock.delack_armed_ns + max(sock.delack_ato_jiffies, 0) * tick_ns
     return now + sock.env.app_reaction_ns > earliest
+
+
+def _check_loss(sock: TcpSock, flags: tuple[str, ...], payload: bytes, what: str) -> None:
+    """The losses the model follows: a client's SYN without data (syn_timer.py). Any
+    other lost segment ends the run outside the domain, with the reason."""
+    if sock.side == "client" and flags == ("SYN",) and not payload:
+        if sock.syn_plan is not None and sock.syn_plan.cookie is not None:
+            raise LossNotFollowed(
+                "the path loses a Fast Open SYN (with a cookie or a cookie request): its "
+                "retransmission carries no Fast Open option, and the cookie cache's "
+                "bookkeeping (tcp_fastopen_cache_set with syn_loss) is not modelled yet"
+            )
+        return
+    if sock.side == "client" and "SYN" in flags:
+        reason = (
+            "the path loses a SYN with data: the retransmission is a bare SYN and the data "
+            "is sent again after the handshake (tcp_rcv_fastopen_synack), not modelled yet"
+        )
+    elif "SYN" in flags:
+        reason = (
+            "the path loses the SYN-ACK: the server's SYN-ACK timer (reqsk_timer_handler) "
+            "and the client's retransmitted SYN (tcp_check_req) both answer about 1 s "
+            "later, a race the model does not follow yet"
+        )
+    else:
+        reason = (
+            f"the path loses the {sock.side}'s {what}: what follows needs the "
+            "retransmission timer after the handshake (the RTO, the tail-loss probe), "
+            "not modelled yet; the model follows the loss of the client's SYN "
+            "(drop=client:1)"
+        )
+    raise LossNotFollowed(reason)
 
 
 def send_ack(

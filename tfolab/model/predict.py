@@ -7,7 +7,10 @@ Rules:
 - The critical path is found by following `caused_by` back from the end event
   to the start. The tolerance is built from that path:
   one timer tick for every timer that fired on it (the jiffies phase is
-  unknowable, and a timer fires up to one tick after its nominal delay),
+  unknowable, and a timer fires up to one tick after its nominal delay), or
+  the timer wheel's granularity for a long timer armed off the wheel's grid
+  (Timer.spread_ticks: 8 ticks for 1 s at HZ 250, whose bucket the jiffies
+  counter's unknowable value decides),
   + the number of segments on it x the backend's per-packet delay error,
   + the host overhead of one measured interval.
 - Every segment has a band of its own, built the same way from its own
@@ -55,6 +58,8 @@ class IterationPrediction:
     path: tuple[int, ...] = ()  # event ids from start to end
     # what the path is made of, in words: each segment's and each fired timer's
     steps: tuple[str, ...] = ()
+    # the fired timers on the path, by name ("delack", "rto"), in path order
+    timer_names: tuple[str, ...] = ()
 
     @property
     def low_ms(self) -> float:
@@ -69,7 +74,7 @@ class IterationPrediction:
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
-        del data["steps"]  # the explanation says them
+        del data["steps"], data["timer_names"]  # the explanation says them
         data["path"] = list(self.path)
         data["low_ms"] = round(self.low_ms, 6)
         data["high_ms"] = round(self.high_ms, 6)
@@ -110,10 +115,11 @@ def predict(
             raise RuntimeError(f"iteration {i} has no headline in the simulated timeline")
         path = critical_path(by_id, head.start_id, head.end_id)
         predicted = by_id[head.end_id].time_ms - by_id[head.start_id].time_ms
-        segments = [e for e in path if isinstance(e, Segment)]
+        # a segment the path lost takes no D: its timer's wait stands for it
+        segments = [e for e in path if isinstance(e, Segment) and not e.lost]
         fired = [e for e in path if isinstance(e, Timer) and e.action == "fired"]
         tolerance = (
-            len(fired) * tick_ms
+            sum(_band_ticks(timer) for timer in fired) * tick_ms
             + len(segments) * accuracy.per_packet_delay_error_ms
             + accuracy.host_overhead_ms
         )
@@ -126,6 +132,7 @@ def predict(
                 explanation=_explain(steps, len(segments), fired, ato_ms, tick_ms, hz),
                 packets_on_path=len(segments),
                 timers_on_path=len(fired),
+                timer_names=tuple(timer.name for timer in fired),
                 path=tuple(e.id for e in path),
                 steps=steps,
             )
@@ -159,10 +166,10 @@ def segment_bands(
         segments = timers = 0
         current: Event | None = event
         while current is not None and current.time_ms >= start:
-            if isinstance(current, Segment):
+            if isinstance(current, Segment) and not current.lost:
                 segments += 1
             elif isinstance(current, Timer) and current.action == "fired":
-                timers += 1
+                timers += _band_ticks(current)
             current = by_id[current.caused_by] if current.caused_by is not None else None
         bands[event.id] = round(
             timers * tick_ms
@@ -173,12 +180,20 @@ def segment_bands(
     return bands
 
 
+def _band_ticks(timer: Timer) -> int:
+    """What a fired timer adds to a band, in ticks: the jiffies phase (one tick), and
+    where it was armed off the timer wheel's grid, the rest of the wheel's granularity
+    at its level either way (the real bucket depends on the jiffies counter's value,
+    which the model cannot know): spread_ticks in all."""
+    return timer.spread_ticks
+
+
 def _steps(path: list[Event], by_id: dict[int, Event]) -> tuple[str, ...]:
     """Each segment on the path by what it carries, each fired timer with its wait."""
     steps = []
     for event in path:
         if isinstance(event, Segment):
-            steps.append(event.what)
+            steps.append(f"{event.what} (lost)" if event.lost else event.what)
         elif isinstance(event, Timer) and event.action == "fired":
             armed = by_id.get(event.caused_by) if event.caused_by is not None else None
             wait = event.time_ms - armed.time_ms if armed is not None else 0.0

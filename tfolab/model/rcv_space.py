@@ -94,6 +94,10 @@ class ReceiveMemory:
     # 6.10+: tcp_write_xmit grows the head skb from the next one up to the congestion
     # window's quota (tcp_grow_skb), so GSO packets cross the skbs sendmsg made
     grow_skb: bool = True
+    # Not receive memory, but this kernel generation's too: from 6.5 the first
+    # tcp_syn_linear_timeouts (a namespace sysctl, 4 by default) SYN retransmissions
+    # keep TCP_TIMEOUT_INIT before the timeout doubles (syn_timer.py); 0 before 6.5
+    syn_linear_timeouts: int = 4
 
     def describe(self) -> str:
         way = "scaling_ratio" if self.scaling_ratio else "tcp_adv_win_scale 1"
@@ -113,6 +117,8 @@ def receive_memory_for(release: tuple[int, int], rmem_default: int, rmem_max: in
         backlog_ack_defer=release >= (6, 7),
         # "tcp: try to send bigger TSO packets" (6.10)
         grow_skb=release >= (6, 10),
+        # "tcp: make the first N SYN RTO backoffs linear" (6.5)
+        syn_linear_timeouts=4 if release >= (6, 5) else 0,
     )
 
 

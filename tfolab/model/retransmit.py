@@ -88,6 +88,7 @@ def _fire(sock: TcpSock, now: int, armed: int) -> None:
         cause="the timer expired",
         caused_by=armed,
     )
+    sock.count("TCPTimeouts")  # tcp_retransmit_timer, at every expiry
     lost = sock.dropped.pop(head.seq)
     event_id = transmit(
         sock,

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_type_hints
 
+from tfolab.model.drops import Drop, parse_drops
 from tfolab.model.fastopen import syn_data_space
 
 Pattern = Literal["rr", "wwr"]
@@ -116,6 +117,9 @@ class ScenarioConfig:
     # --- the lab network -------------------------------------------------------
     # the namespace's lo MTU (1500 for realistic segments)
     mtu: int = field(default=65536, metadata=limits(128, 65536, "bytes"))
+    # Packets the path loses, by their order in an iteration (tfolab.model.drops):
+    # "client:1,client:2" loses the client's SYN and its first retransmission.
+    drop: tuple[Drop, ...] = field(default=(), metadata={"parse": parse_drops})
     # net.ipv4.tcp_autocorking is no setting: the model is netem's link, which
     # orphans a queued skb so autocorking never holds a write; the NFQUEUE
     # stand-in holds packets at the receiving end, orphaned too (TCP-NOTES).
@@ -254,6 +258,8 @@ def _schema() -> tuple[
     hexadecimal: set[str] = set()
     choices: dict[str, tuple[str, ...]] = {}
     for item in dataclasses.fields(ScenarioConfig):
+        if "parse" in item.metadata:
+            continue  # its own parser checks it (a list, not one of a few words)
         if "limits" in item.metadata:
             ranges[item.name] = item.metadata["limits"]
             if item.metadata["unit"]:
@@ -288,8 +294,21 @@ def parse_settings(settings: dict[str, object]) -> dict[str, object]:
             hint = f": did you mean {close[0]!r}? Known" if close else "; known"
             raise SettingError(f"unknown setting {key!r}{hint} settings: {known}", key)
         default = getattr(defaults, key)
-        typed[key] = _parse_value(key, raw, default)
+        parse = fields[key].metadata.get("parse")
+        typed[key] = _parsed(key, raw, parse) if parse else _parse_value(key, raw, default)
     return typed
+
+
+def _parsed(key: str, raw: object, parse: Any) -> object:
+    """A setting with its own parser (a list of drops): already typed, or its text parsed."""
+    if isinstance(raw, tuple):
+        return raw
+    if not isinstance(raw, str):
+        raise SettingError(f"setting {key} wants text such as client:1, got {raw!r}", key)
+    try:
+        return parse(raw)
+    except ValueError as err:
+        raise SettingError(f"setting {key}: {err}", key) from None
 
 
 def _parse_value(key: str, raw: object, default: object) -> object:

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from tfolab.model import domain
 from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Event, Segment
-from tfolab.model.loop import REPLAY_ORDERS, LockPoint, ReaderChoice, ReplayOrder, World
+from tfolab.model.loop import (
+    REPLAY_ORDERS,
+    LockPoint,
+    ReaderChoice,
+    ReplayOrder,
+    World,
+)
+from tfolab.model.path import LossNotFollowed
 from tfolab.model.predict import Accuracy, IterationPrediction, predict, segment_bands
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
@@ -37,6 +44,8 @@ PREDICTED_COUNTERS = (
     "TCPFastOpenListenOverflow",
     "TCPFastOpenPassive",
     "TCPFastOpenPassiveFail",
+    "TCPSynRetrans",  # tcp_retransmit_skb of a SYN (syn_timer.py)
+    "TCPTimeouts",  # every tcp_retransmit_timer expiry (syn_timer.py, retransmit.py)
 )
 DEFAULT_ACCURACY = Accuracy()
 # The GSO-size race's other outcomes (slower_pacings): the senders' tcp_tso_autosize with
@@ -154,7 +163,10 @@ def simulate(
         lock_early=lock_early,
         replay_order=replay_order,
     )
-    world.run()
+    try:
+        world.run()
+    except LossNotFollowed as lost:  # a segment the path lost, whose timer it has no rule for
+        raise ModelInputError(f"outside the model's domain: {lost}") from None
     outside = left_domain(world)
     if outside is not None:
         raise ModelInputError(f"outside the model's domain: {outside}")

@@ -396,6 +396,7 @@ class TcpSock:
         caused_by: int | None,
         race: bool = False,
         unless_merged: bool = False,
+        spread_ticks: int = 1,
     ) -> int:
         """Record a Timer on this socket's connection and side; returns its id."""
         return self.env.recorder.timer(
@@ -411,6 +412,7 @@ class TcpSock:
             caused_by=caused_by,
             race=race,
             unless_merged=unless_merged,
+            spread_ticks=spread_ticks,
         ).id
 
     def count(self, counter: str) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from tfolab.model.clock import JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.events import CookieInfo, Recorder, Side
+from tfolab.model.path import Path
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 
 Action = Callable[[int], None]  # called with the instant (ns) it runs at
@@ -97,6 +98,8 @@ class Env:
     # GSO-size race) runs for a client that reads each answer whole (read_whole);
     # elsewhere a grown congestion window still ends the domain.
     windows_model: bool = False
+    # what the link loses (the `drop` setting)
+    path: Path = field(default_factory=Path)
 
     def count(self, name: str, counting: bool) -> None:
         if counting:

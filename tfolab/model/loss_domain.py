@@ -1,0 +1,50 @@
+"""Which `drop` settings the model follows, decided before it runs (with domain.py).
+
+Rules:
+- The model follows the loss of the client's SYN (syn_timer.py); a drop that
+  lands on another segment is refused while the model runs, with its reason
+  (output._check_loss). The refusals here need no run:
+- the runner gives the delayer one plan per iteration's connection, so a drop
+  needs fresh connections (a kept connection's iterations are rounds of one
+  connection) and no replay (the replayed SYN is no client's connection);
+- a drop limited to iteration K needs K iterations;
+- after a SYN timeout tcp_enter_loss has set ssthresh (7 segments from an
+  initial window of 10) and two or more SYN retransmissions cut the congestion
+  window to 1 (tcp_init_transfer), so the client's message must fit in one
+  segment for the model's sender to stay right.
+"""
+
+from __future__ import annotations
+
+from tfolab.model.scenario import ScenarioConfig
+
+
+def drop_refusal(
+    config: ScenarioConfig, iterations: int, client_message: int, mss: int
+) -> str | None:
+    """Why the model cannot follow this scenario's drops; None if it can (or none are set)."""
+    if not config.drop:
+        return None
+    named = ",".join(drop.label() for drop in config.drop)
+    if not config.fresh_connection_each_iteration:
+        return (
+            f"drop={named} counts each iteration's packets on its own connection, but this "
+            "scenario's iterations are rounds of one kept connection "
+            "(fresh_connection_each_iteration=false): not built yet"
+        )
+    if config.replay_syn:
+        return f"drop={named} does not combine with replay_syn (the replayed SYN has no plan)"
+    late = [drop for drop in config.drop if drop.iteration > iterations]
+    if late:
+        return (
+            f"drop={named} names iteration {late[0].iteration}, but the scenario runs "
+            f"{iterations}: use --iterations {late[0].iteration} or more"
+        )
+    if client_message > mss:
+        return (
+            f"drop={named} with a client message of {client_message} bytes (more than one "
+            f"segment of {mss}): after a lost SYN, tcp_enter_loss lowers ssthresh and a "
+            "second SYN retransmission cuts the congestion window to 1 (tcp_init_transfer), "
+            "which the model's sender does not follow yet"
+        )
+    return None

@@ -1,0 +1,100 @@
+"""The client's SYN retransmission timer: a SYN the path lost is sent again.
+
+Rules (Linux 6.1 and 6.18; tcp_output.c tcp_connect, tcp_timer.c
+tcp_retransmit_timer, tcp_output.c tcp_retransmit_skb):
+- tcp_connect arms the retransmission timer with TCP_TIMEOUT_INIT (1 s) as the
+  SYN leaves. When it fires in SYN_SENT, tcp_retransmit_skb sends the SYN
+  again: the same sequence number and options (a new timestamp), counted in
+  TCPTimeouts and TCPSynRetrans.
+- The next timeout: 6.1 doubles it (icsk_rto << 1: 1, 2, 4 s, ...). From 6.5
+  it stays TCP_TIMEOUT_INIT while tp->total_rto (the timeouts so far) is at
+  most tcp_syn_linear_timeouts (a namespace sysctl, 4 by default), then
+  doubles: 1, 1, 1, 1, 1, 2, 4 s ("tcp: make the first N SYN RTO backoffs
+  linear"; measured on 6.18: two SYNs lost, connect() 2.05 s at D = 13 ms).
+- It is a timer-wheel timer: 1 s is 250 jiffies at HZ 250, on level 1, whose
+  buckets are 8 ticks wide (kernel/time/timer.c calc_index), so it fires at the
+  end of a bucket that the jiffies counter's real value decides. The first
+  one's bucket is unknown to the model (Timer.spread_ticks = the bucket's
+  width); one armed as the previous one fired sits on that bucket's grid, and
+  spreads only where its own buckets are wider.
+- The model draws the timer where it fires: the SYN-ACK of a SYN that arrived
+  ends SYN_SENT first (the domain keeps 2D well under 1 s).
+"""
+
+from __future__ import annotations
+
+from tfolab.model.flights import Flight
+from tfolab.model.output import transmit
+from tfolab.model.sock import TcpSock
+from tfolab.model.state import TcpState
+
+TCP_TIMEOUT_INIT_MS = 1000
+
+
+def arm(sock: TcpSock, now: int, syn_event: int) -> None:
+    """tcp_connect: the retransmission timer, TCP_TIMEOUT_INIT after the SYN leaves."""
+    _arm(sock, now, TCP_TIMEOUT_INIT_MS, syn_event, timeouts=0, grid=1)
+
+
+def _arm(sock: TcpSock, now: int, rto_ms: int, syn_event: int, *, timeouts: int, grid: int) -> None:
+    clock = sock.env.clock
+    expires = sock.jiffies(now) + clock.ms_to_jiffies(rto_ms)
+    fire_ns = clock.timer_fires_at(expires, now)
+    width = clock.wheel_granularity(expires, now)
+    spread = 1 if width <= grid else width
+    sock.env.call_at(
+        fire_ns,
+        lambda t: _fire(sock, t, rto_ms, syn_event, timeouts=timeouts, width=width, spread=spread),
+    )
+
+
+def _fire(
+    sock: TcpSock, now: int, rto_ms: int, syn_event: int, *, timeouts: int, width: int, spread: int
+) -> None:
+    """tcp_retransmit_timer in SYN_SENT: the SYN again, and the timer re-armed."""
+    if sock.state is not TcpState.SYN_SENT:
+        return
+    fired = sock.timer(
+        now,
+        now,
+        name="rto",
+        action="fired",
+        explanation=(
+            f"SYN retransmission timer fired: no SYN-ACK {rto_ms / 1000:g} s after the SYN "
+            f"(tcp_retransmit_timer; TCP_TIMEOUT_INIT{_backoff_words(timeouts)}); it fires "
+            f"at the end of a {width}-tick bucket of the timer wheel"
+        ),
+        cause="the timer expired",
+        caused_by=syn_event,
+        spread_ticks=spread,
+    )
+    sock.count("TCPTimeouts")
+    sock.count("TCPSynRetrans")
+    timeouts += 1
+    event_id = transmit(
+        sock,
+        now,
+        flags=("SYN",),
+        seq=0,
+        what="SYN again",
+        explanation=(
+            f"the SYN sent again (retransmission {timeouts}, tcp_retransmit_skb): the same "
+            "sequence number and options, a new timestamp"
+        ),
+        cause="the SYN retransmission timer fired",
+        caused_by=fired,
+        mss_option=sock.advmss,
+    )
+    sock.flights[0] = Flight(0, 1, now, True, event_id)  # the SYN-ACK's RTT is this one's
+    _arm(sock, now, _next_rto_ms(sock, rto_ms, timeouts), event_id, timeouts=timeouts, grid=width)
+
+
+def _next_rto_ms(sock: TcpSock, rto_ms: int, timeouts: int) -> int:
+    """The timeout after `timeouts` timeouts: kept while linear (6.5+), else doubled."""
+    if timeouts <= sock.env.rmem.syn_linear_timeouts:
+        return rto_ms
+    return min(rto_ms * 2, 120_000)  # TCP_RTO_MAX
+
+
+def _backoff_words(timeouts: int) -> str:
+    return "" if timeouts == 0 else f", after {timeouts} timeout(s)"
