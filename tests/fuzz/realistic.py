@@ -44,7 +44,7 @@ if __package__ in (None, ""):  # run as a script: make `tests` importable
 
 from tests.fuzz import differential, space
 from tests.fuzz.differential import Outcome
-from tests.fuzz.space import Case, setting_names
+from tests.fuzz.space import Case, draw_drops, setting_names
 from tfolab.lab.catalog import Lab, load_labs
 from tfolab.model.domain import MAX_HANDSHAKE_DELAY_MS, mss_in_use
 from tfolab.model.pacing import TCP_INIT_CWND
@@ -114,6 +114,8 @@ def draw_value(rng: random.Random, name: str, base: ScenarioConfig, mtu: int) ->
         return rng.choice(CHOICES[name])
     if isinstance(default, bool):
         return render(name, rng.random() < 0.5)
+    if name == "drop":
+        return draw_drops(rng)
     raise TypeError(f"setting {name} has no declared range, choices or bool type")
 
 

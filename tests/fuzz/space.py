@@ -3,7 +3,8 @@
 Rules:
 - Every field of ScenarioConfig is drawn from its own declaration (LIMITS,
   CHOICES, bool), never from a list written here, so a new setting is fuzzed
-  the day it is declared. Whole numbers come from their edges, a uniform draw
+  the day it is declared; a setting with its own parser (the drops) is drawn
+  from its own type (draw_drops). Whole numbers come from their edges, a uniform draw
   or a log-uniform one (sizes in bytes spread over every order of magnitude).
 - A case is a lab, one of its scenarios, 0 to 5 overridden settings, a
   one-way delay from 0 to MAX_DELAY_MS (a quarter of cases at 0, most on a log
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfolab.lab.catalog import Lab, load_labs
+from tfolab.model.drops import MAX_DROP_INDEX, Drop, Sender, label, parse_drops
 from tfolab.model.scenario import CHOICES, LIMITS, MAX_DELAY_MS, ScenarioConfig
 
 MAX_OVERRIDES = 5
@@ -71,7 +73,30 @@ def draw_value(rng: random.Random, name: str) -> str:
         return str(number)
     if name in CHOICES:
         return rng.choice(CHOICES[name])
+    if name == "drop":
+        return draw_drops(rng)
     return rng.choice(("true", "false"))
+
+
+def draw_drops(rng: random.Random) -> str:
+    """A `drop` value: half of them the client's first packets in a row (lost SYNs, which
+    the model follows), the rest any packets of either side, some in one iteration only."""
+    if rng.random() < 0.5:
+        lost = rng.choice((1, 1, 1, 2, 2, 3))
+        at = f"@{rng.randint(1, 3)}" if rng.random() < 0.25 else ""
+        return ",".join(f"client:{n}{at}" for n in range(1, lost + 1))
+    drops: list[Drop] = []
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        sender: Sender = "client" if rng.random() < 0.6 else "server"
+        index = rng.choice((1, 2, 3, 4, 5, 8, rng.randint(1, MAX_DROP_INDEX)))
+        iteration = rng.randint(1, 3) if rng.random() < 0.25 else 0
+        drop = Drop(sender, index, iteration)
+        try:
+            parse_drops(label((*drops, drop)))
+        except ValueError:
+            continue  # names a packet already named
+        drops.append(drop)
+    return label(tuple(drops))
 
 
 def draw_delay(rng: random.Random) -> float:

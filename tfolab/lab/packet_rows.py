@@ -71,10 +71,11 @@ class Row:
     psh_either: bool = False
     event_id: int | None = None  # the model's Segment this row states
     captured_index: int | None = None  # the captured row this row states
+    lost: bool = False  # the path lost it (the `drop` setting): stamped when it was sent
 
     @property
     def key(self) -> tuple[object, ...]:
-        return (self.flags, self.seq, self.ack, self.length, self.options)
+        return (self.flags, self.seq, self.ack, self.length, self.options, self.lost)
 
     def stands_for(self, captured: Row) -> bool:
         """The model's row and a captured one are the same segment (a merged race's
@@ -84,7 +85,7 @@ class Row:
         if self.psh_either and _without_psh(self.key) == _without_psh(captured.key):
             return True
         return self.merged_ack is not None and captured.key == (
-            self.flags, self.seq, self.merged_ack, self.length, self.options
+            self.flags, self.seq, self.merged_ack, self.length, self.options, self.lost
         )  # fmt: skip
 
     def windows_for(self, captured: Row) -> tuple[int | None, ...]:
@@ -94,7 +95,8 @@ class Row:
         return (self.window, *self.window_alternatives)
 
     def words(self) -> str:
-        return segment_words(self.flags, self.seq, self.ack, self.length, self.options)
+        words = segment_words(self.flags, self.seq, self.ack, self.length, self.options)
+        return f"{words} (lost)" if self.lost else words
 
 
 def _without_psh(key: tuple[object, ...]) -> tuple[object, ...]:
@@ -146,6 +148,7 @@ def model_rows(sim: Simulation) -> list[Row]:
             merged_windows=s.merged_windows,
             psh_either=s.psh_race,
             event_id=s.id,
+            lost=s.lost,
         )
         for s in chosen
         if s.connection in number
@@ -171,6 +174,7 @@ def captured_rows(captured: Sequence[CapturedRow]) -> list[Row]:
             c.t_ms,
             window=c.window,
             captured_index=k,
+            lost=c.lost,
         )
         for k, c in ((k, captured[k]) for k in ordered)
         if c.connection in number

@@ -48,10 +48,12 @@ def main() -> int:
                 netns.set_loopback(True)
                 heads, heads_note = _measure_skb_heads(job)
                 realtime, scheduling = priority.realtime_permitted()
-                delay = install_delay(job.backend, job.delay_ms, delayer, record=True)  # type: ignore[arg-type]
+                drops = any(s.config.drop for s in job.scenarios)
+                delay = install_delay(job.backend, job.delay_ms, delayer, record=True, drops=drops)  # type: ignore[arg-type]
                 turn.dismantle_at_end(delay.stop)
                 network = LabNetwork(delay.backend, delay.delay_ms, server)
                 network.delayer_pid = None if delay.delayer is None else delay.delayer.pid
+                network.plan_drops = delay.plan_drops if delay.drops_packets else None
                 capture_off = _open_capture(network, turn, delay)
                 if capture_off and any(s.config.replay_syn for s in job.scenarios):
                     # Before any scenario measures: the replay resends a captured SYN.
@@ -107,7 +109,12 @@ def _open_capture(network: LabNetwork, turn: MeasuringTurn, delay: InstalledDela
     a packet socket would see each packet before its delay."""
     if delay.delayer is not None and delay.record_fd is not None:
         assert delay.delayer.stdout is not None
-        recorded = DelayerCapture(delay.delayer.pid, delay.delayer.stdout.fileno(), delay.record_fd)
+        recorded = DelayerCapture(
+            delay.delayer.pid,
+            delay.delayer.stdout.fileno(),
+            delay.record_fd,
+            delay.drop_record_fd,
+        )
         recorded.open()
         network.capture = recorded
         return ""

@@ -25,8 +25,8 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import select
 import signal
 import struct
 import time
@@ -40,6 +40,7 @@ from tfolab.runner.capture_decode import (
     decoded_or_why,
 )
 from tfolab.runner.capture_ring import CaptureFailed
+from tfolab.runner.delayer_lines import read_line
 
 PCAP_HEADER = struct.Struct("=IHHiIII")
 PCAP_MAGIC_NS = 0xA1B23C4D
@@ -51,10 +52,13 @@ FLUSH_TIMEOUT_S = 5.0
 class DelayerCapture:
     """Record every TCP segment tfo-delay releases from start() to stop()."""
 
-    def __init__(self, delayer_pid: int, delayer_stdout: int, record_fd: int) -> None:
+    def __init__(
+        self, delayer_pid: int, delayer_stdout: int, record_fd: int, drop_fd: int | None = None
+    ) -> None:
         self._pid = delayer_pid
         self._stdout = delayer_stdout  # the delayer's stdout, where it answers FLUSHED
         self._fd = record_fd  # the memory file it records into (ours, shared)
+        self._drop_fd = drop_fd  # the one it records the packets it dropped into
         self._start_ns = 0
         self._offset_ns = 0
         self._running = False
@@ -90,13 +94,12 @@ class DelayerCapture:
         self._running = False
         lost = self._flush()
         step = realtime_offset_ns() - self._offset_ns
-        end = os.fstat(self._fd).st_size
-        data = os.pread(self._fd, end - PCAP_HEADER.size, PCAP_HEADER.size)
-        segments, skipped, frames, consumed = self._decode(data)
-        if consumed != len(data):
-            raise CaptureFailed(f"the delayer's record ends in a cut record ({len(data)} bytes)")
-        os.ftruncate(self._fd, PCAP_HEADER.size)  # the offset is shared with the delayer
-        os.lseek(self._fd, PCAP_HEADER.size, os.SEEK_SET)
+        segments, skipped, frames = self._take(self._fd)
+        if self._drop_fd is not None:  # dropped by a plan: stamped when they were sent
+            dropped, skipped_too, _ = self._take(self._drop_fd)
+            segments += [dataclasses.replace(seg, lost=True) for seg in dropped]
+            skipped += skipped_too
+            segments.sort(key=lambda seg: seg.t_ns)
         drops, self._lost = lost - self._lost, lost
         return CaptureResult(
             segments=tuple(segments),
@@ -111,22 +114,30 @@ class DelayerCapture:
     def close(self) -> None:
         self._running = False
 
+    def _take(self, fd: int) -> tuple[list[CapturedSegment], list[str], int]:
+        """The segments one record file holds since start(); the file is emptied back to
+        its header (its offset is shared with the delayer)."""
+        end = os.fstat(fd).st_size
+        data = os.pread(fd, end - PCAP_HEADER.size, PCAP_HEADER.size)
+        segments, skipped, frames, consumed = self._decode(data)
+        if consumed != len(data):
+            raise CaptureFailed(f"the delayer's record ends in a cut record ({len(data)} bytes)")
+        os.ftruncate(fd, PCAP_HEADER.size)
+        os.lseek(fd, PCAP_HEADER.size, os.SEEK_SET)
+        return segments, skipped, frames
+
     def _flush(self) -> int:
         """SIGUSR1, then wait for "FLUSHED N L D"; L, the records lost since the delayer began."""
         try:
             os.kill(self._pid, signal.SIGUSR1)
         except ProcessLookupError:
             raise CaptureFailed("the delayer has exited: its packets cannot be read") from None
-        line = b""
-        deadline = time.monotonic() + FLUSH_TIMEOUT_S
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._stdout], [], [], left)[0]:
-                raise CaptureFailed("the delayer did not answer a request for its packets")
-            chunk = os.read(self._stdout, 64)
-            if not chunk:
-                raise CaptureFailed("the delayer exited before writing its packets")
-            line += chunk
+        try:
+            line = read_line(self._stdout, FLUSH_TIMEOUT_S)
+        except TimeoutError:
+            raise CaptureFailed("the delayer did not answer a request for its packets") from None
+        except EOFError:
+            raise CaptureFailed("the delayer exited before writing its packets") from None
         words = line.split()
         if len(words) != 4 or words[0] != b"FLUSHED" or not all(w.isdigit() for w in words[1:]):
             raise CaptureFailed(f"the delayer answered {line!r}, not FLUSHED N L D")

@@ -23,6 +23,14 @@ FASTOPEN_COUNTERS = (
     "TCPFastOpenBlackhole",
 )
 DELACK_COUNTERS = ("DelayedACKs", "DelayedACKLocked", "DelayedACKLost", "TCPAutoCorking")
+# what loss and the retransmission timers move (the `drop` setting)
+LOSS_COUNTERS = (
+    "TCPTimeouts",
+    "TCPSynRetrans",
+    "TCPLossProbes",
+    "TCPLostRetransmit",
+    "TcpTimeoutRehash",
+)
 
 
 def sysctl_path(name: str) -> Path:
@@ -59,7 +67,11 @@ def counter_deltas(before: dict[str, int], after: dict[str, int]) -> dict[str, i
     deltas = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     shown = {name: deltas.get(name, 0) for name in FASTOPEN_COUNTERS if name in after}
     shown.update(
-        {name: value for name, value in deltas.items() if value and name in DELACK_COUNTERS}
+        {
+            name: value
+            for name, value in deltas.items()
+            if value and name in (*DELACK_COUNTERS, *LOSS_COUNTERS)
+        }
     )
     return shown
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from tfolab.core import native
 from tfolab.core.errors import UserError
+from tfolab.model.drops import Drop
 from tfolab.model.scenario import (
     CAPTURE_TAIL_MS,
     REPLAY_GAP_MS,
@@ -64,6 +65,8 @@ class LabNetwork:
     fresh_addresses_used: int = 0
     capture: Capture | DelayerCapture | None = None  # None where packet sockets are refused
     delayer_pid: int | None = None  # tfo-delay's, where the backend is NFQUEUE
+    # tells the delayer which packets of the next connection to a port to drop
+    plan_drops: Callable[[int, tuple[Drop, ...]], None] | None = None
 
     def empty_cookie_cache(self) -> str | None:
         """Flush the cookie cache and move to a fresh destination; a note if it could not flush.
@@ -206,6 +209,8 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             for i in range(1, client_iterations + 1):
                 if config.rotate_key_before_iteration == i:
                     _rotate_key(emit, scenario.name, i)
+                if config.drop:
+                    _plan_drops(network, server.port, config, i)
                 waited = threads.waited_ns()
                 samples = native.run_client(
                     client_options(config, network.destination, server.port, 1)
@@ -252,6 +257,17 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             cpu_wait_ms=round(scenario_waited / 1e6, 3),
         )
     )
+
+
+def _plan_drops(network: LabNetwork, port: int, config: ScenarioConfig, iteration: int) -> None:
+    """The delayer's plan for this iteration's connection: the drops that apply to it."""
+    if network.plan_drops is None:
+        raise UserError(
+            f"the drop setting needs the NFQUEUE delayer, and this run's backend is "
+            f"{network.backend}",
+            "use --backend nfqueue",
+        )
+    network.plan_drops(port, tuple(d for d in config.drop if d.applies_to(iteration)))
 
 
 def _replay(network: LabNetwork) -> tuple[list[CapturedSegment], CapturedSegment, int]:

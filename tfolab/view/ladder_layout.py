@@ -283,8 +283,10 @@ def layout(
             event = events[mark.owner]
             assert isinstance(event, Segment)
             role = (arrow_roles or {}).get(mark.owner) or send.side
-            # Its length is its own flight at the scale, whatever the rounding of its ends.
-            rows = round((event.arrived_ms - event.sent_ms) / scale)
+            # Its length is its own flight at the scale, whatever the rounding of its ends;
+            # a lost one is drawn as the flight it began, cut off halfway (place_arrow).
+            flight_ms = one_way_delay_ms if event.lost else event.arrived_ms - event.sent_ms
+            rows = round(flight_ms / scale)
             arrows.append(grid.place_arrow(event, send, send_row, send_row + rows, role))
         else:
             texts.append((mark, row))
@@ -330,6 +332,24 @@ def layout(
     return LadderLayout(
         grid.rows, scale, geometry, event_rows, len(breaks), arrow_rows, folds.folded_into
     )
+
+
+LOST_MARK = "✕"  # where a lost segment's arrow stops (the `drop` setting)
+
+
+def _halfway(runs: list[tuple[int, int, int]], side: str) -> list[tuple[int, int, int]]:
+    """A slant's runs cut off halfway across: the arrow of a segment the path lost."""
+    cells = sum(b - a + 1 for _, a, b in runs)
+    left = max(cells // 2, 1)
+    kept = []
+    for row, a, b in runs:
+        width = b - a + 1
+        if width >= left:
+            kept.append((row, a, a + left - 1) if side == "client" else (row, b - left + 1, b))
+            break
+        kept.append((row, a, b))
+        left -= width
+    return kept
 
 
 @dataclass
@@ -534,14 +554,10 @@ class _Grid:
                 best = (lane, cost)
             lane += 1
         lane = best[0] if best else 0
-        arrow = _Arrow(
-            event,
-            send,
-            first + lane,
-            last + lane,
-            role,
-            self._runs(send.side, first + lane, last + lane),
-        )
+        runs = self._runs(send.side, first + lane, last + lane)
+        if event.lost:
+            runs = _halfway(runs, send.side)
+        arrow = _Arrow(event, send, first + lane, runs[-1][0], role, runs)
         self._draw(arrow, register=not same)
         return arrow
 
@@ -577,7 +593,8 @@ class _Grid:
                 self.strokes.setdefault((row, x), side)
         row, a, b = runs[-1]
         head = b if side == "client" else a
-        self.set(row, head, "▶" if side == "client" else "◀", arrow.role, owner)
+        mark = LOST_MARK if arrow.event.lost else "▶" if side == "client" else "◀"
+        self.set(row, head, mark, arrow.role, owner)
         self.heads.add((row, head))
 
     # --- labels ------------------------------------------------------------------

@@ -95,10 +95,12 @@ def path_words(prediction: IterationPrediction) -> str:
     """
     hops = prediction.packets_on_path
     words = f"{hops // 2} RTT" if hops % 2 == 0 else f"{hops}D"
-    if prediction.timers_on_path == 1:
-        words += " + delayed ACK"
-    elif prediction.timers_on_path > 1:
-        words += f" + {prediction.timers_on_path} delayed ACKs"
+    delacks = prediction.timer_names.count("delack")
+    timeouts = len(prediction.timer_names) - delacks
+    if delacks:
+        words += " + delayed ACK" if delacks == 1 else f" + {delacks} delayed ACKs"
+    if timeouts:
+        words += " + retransmission timeout" if timeouts == 1 else f" + {timeouts} timeouts"
     return words
 
 

@@ -50,12 +50,18 @@ BACKEND_CHOICES: tuple[str, ...] = ("auto", *BACKENDS)
 AUTO_ORDER = (NETEM, NFQUEUE)
 
 
-def likely_backend(choice: BackendChoice, delay_ms: float, delayer: str | None) -> Backend:
+def likely_backend(
+    choice: BackendChoice, delay_ms: float, delayer: str | None, *, drops: bool = False
+) -> Backend:
     """The backend a run will most likely get, checked before anything is started.
 
     Raises UserError when the choice clearly cannot work here; the runner's own
     install is still the final word (a namespace may refuse what the config allows).
+    `drops`: a scenario loses packets by the `drop` setting, which only the NFQUEUE
+    delayer does (its drop plans, at any delay including 0).
     """
+    if drops:
+        return _dropping_backend(choice, delayer)
     if choice == "none" and delay_ms > 0:
         raise UserError("--backend none adds no delay: use --delay 0, or another backend")
     if choice == "none" or (choice == "auto" and delay_ms == 0):
@@ -74,11 +80,33 @@ def likely_backend(choice: BackendChoice, delay_ms: float, delayer: str | None) 
     raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
 
 
+def _dropping_backend(choice: BackendChoice, delayer: str | None) -> Backend:
+    if choice in ("netem", "none"):
+        raise UserError(
+            f"--backend {choice} cannot lose packets: the drop setting needs the bundled "
+            "NFQUEUE delayer, which drops them by their order (on netem it is not built yet)",
+            "use --backend nfqueue (or auto)",
+        )
+    why = NFQUEUE.unavailable(delayer)
+    if why:
+        raise UserError(f"the drop setting needs the NFQUEUE delayer: {why}", NFQUEUE.fix)
+    return NFQUEUE.name
+
+
 def install_delay(
-    choice: BackendChoice, delay_ms: float, delayer: str | None, *, record: bool = False
+    choice: BackendChoice,
+    delay_ms: float,
+    delayer: str | None,
+    *,
+    record: bool = False,
+    drops: bool = False,
 ) -> InstalledDelay:
     """Install the chosen backend on this namespace's lo (the caller is in the lab namespace);
-    `record`: the NFQUEUE delayer records what it releases (a run's capture)."""
+    `record`: the NFQUEUE delayer records what it releases (a run's capture); `drops`: a
+    scenario loses packets (the NFQUEUE delayer's drop plans, at any delay)."""
+    if drops:
+        _dropping_backend(choice, delayer)
+        return NFQUEUE.install(delay_ms, delayer, record=True)
     if choice == "none" or (choice == "auto" and delay_ms == 0):
         return NONE.install(0.0, delayer)
     if choice != "auto":

@@ -25,6 +25,10 @@ from typing import Literal, Protocol
 
 import msgspec
 
+from tfolab.core.errors import UserError
+from tfolab.model.drops import Drop
+from tfolab.runner.delayer_lines import read_line
+
 Backend = Literal["netem", "nfqueue", "none"]
 BackendChoice = Literal["auto", "netem", "nfqueue", "none"]
 
@@ -35,6 +39,7 @@ HOST_OVERHEAD_MS = 1.0
 # woken lab process can wait out another task's slice, about 3 ms with EEVDF.
 HOST_OVERHEAD_NORMAL_SCHEDULING_MS = 4.0
 REINSTALL_FIX = "reinstall tfolab so its C parts are built: pip install -e ."
+PLAN_TIMEOUT_S = 5.0
 NO_BACKEND_FIX = (
     "use a kernel with sch_netem, or one with NFQUEUE in nf_tables or ip_tables; "
     "`tfolab doctor` shows what is missing"
@@ -67,12 +72,40 @@ class InstalledDelay:
     delayer: subprocess.Popen[str] | None = None
     rule_way: str = ""
     record_fd: int | None = None  # the memory file the delayer records its packets into
+    drop_record_fd: int | None = None  # and the one it records the packets it drops into
+
+    @property
+    def drops_packets(self) -> bool:
+        """Can this backend lose the packets a drop plan names (tfo-delay --control)?"""
+        return self.drop_record_fd is not None
+
+    def plan_drops(self, server_port: int, drops: tuple[Drop, ...]) -> None:
+        """Tell the delayer which packets of the next connection to `server_port` to drop
+        (native/delay/drop.c: counted from that connection's first SYN)."""
+        delayer = self.delayer
+        if delayer is None or delayer.stdin is None or delayer.stdout is None:
+            raise UserError(
+                "this delay backend cannot drop packets", "use --backend nfqueue for drop"
+            )
+        listed = ",".join(f"{d.sender}:{d.index}" for d in drops) or "-"
+        try:
+            delayer.stdin.write(f"DROP {server_port} {listed}\n")
+            delayer.stdin.flush()
+            answer = read_line(delayer.stdout.fileno(), PLAN_TIMEOUT_S).decode().strip()
+        except (OSError, TimeoutError, EOFError) as err:
+            raise UserError(
+                f"the NFQUEUE delayer did not take the drop plan ({type(err).__name__})",
+                "run `tfolab doctor`; if it persists, report it",
+            ) from None
+        if answer != "DROPPING":
+            raise UserError(f"the NFQUEUE delayer refused the drop plan: {answer}")
 
     def stop(self) -> str:
-        """Stop the delayer (if any) and close the record; its statistics line, or ""."""
-        if self.record_fd is not None:
-            os.close(self.record_fd)  # the delayer holds its own copy until it exits
-            self.record_fd = None
+        """Stop the delayer (if any) and close the records; its statistics line, or ""."""
+        for fd in (self.record_fd, self.drop_record_fd):
+            if fd is not None:
+                os.close(fd)  # the delayer holds its own copy until it exits
+        self.record_fd = self.drop_record_fd = None
         if self.delayer is None:
             return ""
         if self.delayer.poll() is None:

@@ -1,0 +1,74 @@
+"""Lost SYNs for real: the NFQUEUE delayer drops the packets `drop` names, the kernel's
+SYN timer sends them again, and the capture, the counters and the headline agree with
+the model (syn_timer.py).
+
+Under the timing lock, like every real run. Skips with the reason where there is no lab
+namespace or no NFQUEUE delayer.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import TIMING, LabMachine, run_tfolab
+from tests.environment import require_or_skip
+from tests.timing import check_bands, check_exit, check_packets
+
+
+def _run(*args: str) -> dict[str, object]:
+    done = run_tfolab("run", "handshake", "--scenario", "plain", *args, "--json")
+    if done.returncode == 2 and "NFQUEUE" in done.stderr:
+        require_or_skip("NFQUEUE delayer", done.stderr.strip())
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr
+    report = json.loads(done.stdout)
+    assert report["backend"] == "nfqueue"  # the one backend that drops by order
+    [scenario] = report["scenarios"]
+    check_packets([scenario])
+    check_bands([scenario])
+    check_exit(done)
+    return scenario
+
+
+@TIMING
+def test_two_lost_syns_cost_two_timeouts(lab_machine: LabMachine) -> None:
+    """The issue's demonstration at D = 13 ms: the first iteration's SYN and its first
+    retransmission are lost; connect() waits two SYN timeouts (2 s on 6.18, whose first
+    timeouts stay at 1 s; 3 s on 6.1), the second iteration none."""
+    scenario = _run("--set", "drop=client:1@1,client:2@1", "--delay", "13", "--iterations", "2")
+    first = [r for r in scenario["captured"] if r["connection"] == 1 and r["sender"] == "client"]
+    syns = [r for r in first if r["flags"] == ["SYN"]]
+    assert [r.get("lost", False) for r in syns] == [True, True, False]
+    assert scenario["counters"]["TCPSynRetrans"] == scenario["counters"]["TCPTimeouts"] == 2
+    assert scenario["counter_diff"] == []
+    one, two = scenario["iterations"]
+    assert one["predicted_ms"] > 2000 + 4 * 13 and two["predicted_ms"] < 100
+
+
+@TIMING
+def test_a_lost_syn_without_delay(lab_machine: LabMachine) -> None:
+    """At D = 0 the delayer still drops by order (it releases every other packet at once)."""
+    scenario = _run("--set", "drop=client:1", "--delay", "0", "--iterations", "1")
+    assert [r.get("lost", False) for r in scenario["captured"] if r["flags"] == ["SYN"]] == [
+        True,
+        False,
+    ]
+    assert scenario["counter_diff"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--backend", "netem", "--delay", "5"), "cannot lose packets"),
+        (("--backend", "none", "--delay", "0"), "cannot lose packets"),
+        (("--set", "drop=client:1@3", "--iterations", "2"), "names iteration 3"),
+    ],
+)
+def test_a_drop_the_run_cannot_make_is_refused_before_anything_starts(
+    args: tuple[str, ...], says: str
+) -> None:
+    done = run_tfolab("run", "handshake", "--scenario", "plain", "--set", "drop=client:1", *args)
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith("tfolab: ") and says in line
