@@ -2,14 +2,23 @@
 
 Measured on 6.18 (SO_MEMINFO, a 100 kB answer read whole at MTU 1500, GSO cut in
 software): 70 segments charged 5 skb heads, one per 17 fragments, a segment that
-crosses one of the sender's 32 KiB pages holding two.
+crosses one of the sender's 32 KiB pages holding two. The page frag is the process's
+(current->task_frag), shared by its sockets; whether a write finds it free is a race
+(skb_attempt_defer_free), measured in CI's VM (tests/labs/test_page_race.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from tfolab.model.page_frag import MAX_SKB_FRAGS, MIN_COPY_ROOM, PAGE_FRAG_BYTES, PageFrag
+from tfolab.model.page_frag import (
+    MAX_SKB_FRAGS,
+    MIN_COPY_ROOM,
+    PAGE_FRAG_BYTES,
+    PageFrag,
+    TaskFrag,
+    after_warm_up,
+)
 from tfolab.model.rcv_space import LINUX_DEFAULT, RcvSpace
 
 MSS = 1448
@@ -58,3 +67,41 @@ def test_the_unread_answer_charges_a_head_per_seventeen_fragments() -> None:
         space.queue(length, MSS, fresh=True, end=seq + length, frags=pages.frags(seq, seq + length))
     assert space.rmem == 100_000 + 5 * HEAD  # measured: 104160 (5 heads of 832)
     assert space.tail_frags <= MAX_SKB_FRAGS
+
+
+def test_the_warm_up_answer_leaves_the_server_where_it_ended() -> None:
+    assert after_warm_up(269_765).offset == 269_765 - 8 * PAGE_FRAG_BYTES == 7621
+    assert after_warm_up(16).offset == 16
+
+
+def test_a_process_shares_its_page_and_a_new_socket_reuses_it_from_0() -> None:
+    task = after_warm_up(7621)
+    first, second = PageFrag(task), PageFrag(task)
+    first.start_write(1, idle=False)  # a socket's first write: the model's outcome, from 0
+    first.copy(1, 10_001)
+    assert (first.page_starts, task.offset) == ([1], 10_000)
+    second.start_write(1, idle=True)
+    second.copy(1, 501)
+    assert (second.page_starts, task.offset, first.offset) == ([1], 500, 500)
+
+
+def test_a_held_page_goes_on_where_the_process_stopped() -> None:
+    pages = PageFrag(after_warm_up(7621))
+    assert pages.start_write(1, idle=True, held=True)
+    pages.copy(1, 40_001)
+    room = PAGE_FRAG_BYTES - 7621
+    assert pages.page_starts == [1 + room]
+    assert pages.other is not None and pages.other.page_starts == [1, 1 + PAGE_FRAG_BYTES]
+    assert pages.frags(room - 999, room + 1001) == 2
+    assert pages.differs(room - 999, room + 1001)  # one fragment from 0
+    assert not pages.differs(1, 1001)
+
+
+def test_the_race_is_followed_only_where_the_page_has_room() -> None:
+    for offset in (PAGE_FRAG_BYTES - MIN_COPY_ROOM + 1, PAGE_FRAG_BYTES):
+        pages = PageFrag(TaskFrag(offset))
+        assert not pages.start_write(1, idle=True, held=True)  # a fresh page either way
+        assert pages.other is None and pages.page_starts == [1]
+    busy = PageFrag(TaskFrag(100), written=True)
+    busy.start_write(501, idle=False, held=True)  # its own bytes hold it: no race
+    assert busy.other is None and busy.offset == 100

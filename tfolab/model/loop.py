@@ -52,7 +52,11 @@ Rules:
   the client again at once); wwr, or rr on a kept connection, runs every round
   on one connection set up in iteration 0. cookie_cache "warm" adds one
   unmeasured connection (iteration 0) before iteration 1; its counters are not
-  counted, as the runner reads the counters after it.
+  counted, as the runner reads the counters after it. The runner's own warm-up
+  exchange before all of them is not simulated; only the pages it leaves each
+  process are (page_frag.after_warm_up).
+- `pages_held`: the writes whose page a read skb still held (page_frag.py), the
+  other outcome of that race; the writes where it could show are `env.page_races`.
 - replay_syn: the last iteration is the attacker's replay of iteration 1's SYN
   (replay.py), sent REPLAY_GAP after the previous client's close + 3D; its
   connection's client side is connection 1's TIME_WAIT socket (TimeWaitPeer).
@@ -75,6 +79,7 @@ from tfolab.model.domain import TIMERS_ISSUE
 from tfolab.model.endpoint import TcpEndpoint
 from tfolab.model.events import Recorder, Side
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
+from tfolab.model.page_frag import WARM_UP_REQUEST_BYTES, PageWrite, after_warm_up
 from tfolab.model.path import Path
 from tfolab.model.predict import Headline
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
@@ -183,6 +188,7 @@ class World:
         latest_app_first: bool = False,
         lock_early: frozenset[ReaderChoice] = frozenset(),
         replay_order: ReplayOrder = "chain-first",
+        pages_held: frozenset[PageWrite] = frozenset(),
     ) -> None:
         self.config = config
         self.lock_early = lock_early
@@ -211,6 +217,11 @@ class World:
             pacing_excess_ns=pacing_excess_ns,
             windows_model=config.read_whole,
             path=Path(config.drop),
+            task_frags={
+                "client": after_warm_up(WARM_UP_REQUEST_BYTES),
+                "server": after_warm_up(config.answer_bytes(WARM_UP_REQUEST_BYTES)),
+            },
+            pages_held=pages_held,
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(

@@ -33,6 +33,7 @@ from tfolab.model import nagle, pacing, tso_defer
 from tfolab.model.events import CookieInfo
 from tfolab.model.flights import Flight, ends_a_write, segment_name
 from tfolab.model.options import TcpOption, Timestamps, syn_options
+from tfolab.model.page_frag import PageWrite
 from tfolab.model.path import LossNotFollowed
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpEvent
@@ -343,7 +344,7 @@ def write(
     """
     goal = size_goal(sock)
     start, end = sock.write_seq, sock.write_seq + len(data)
-    sock.page_frag.start_write(start, idle=_pages_idle(sock))
+    _start_pages(sock, now, start, caused_by)
     pos = start
     while pos < end:
         ends = sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
@@ -384,11 +385,46 @@ def _skb_filled(sock: TcpSock, now: int, pos: int, cause: str, caused_by: int | 
 
 
 def _pages_idle(sock: TcpSock) -> bool:
-    """Is every byte this sender copied before acknowledged and read (its page's
-    refcount back to 1: skb_page_frag_refill reuses it from offset 0)?"""
+    """Is every byte this sender copied before acknowledged and read? Then the model
+    takes its page as free (refcount back to 1: skb_page_frag_refill reuses it from
+    offset 0); read is not yet freed, which is the page race (page_frag.py)."""
     peer = sock.peer
     read = peer is None or not (peer.rcv_buf or peer.pre_read)
     return sock.snd_una == sock.write_seq and not sock.unsent and read
+
+
+def _start_pages(sock: TcpSock, now: int, start: int, caused_by: int | None) -> None:
+    """tcp_sendmsg_locked's first skb_page_frag_refill of a write at `start`: the page
+    from 0 where it is free, or, where this timeline takes the race's other outcome
+    (Env.pages_held, kernels that defer frees), on at the task's offset."""
+    pages = sock.page_frag
+    key: PageWrite = (sock.connection, sock.side, start)
+    held = sock.env.rmem.defer_free and key in sock.env.pages_held
+    offset = pages.offset
+    went_on = pages.start_write(start, idle=_pages_idle(sock), held=held)
+    if not sock.env.rmem.defer_free:
+        pages.other = None  # every read skb is freed at once: no race
+    if went_on:
+        sock.note(
+            now,
+            f"the {sock.side}'s page frag is still held: a skb already read waits on its "
+            "allocating CPU's defer list (tcp_eat_recv_skb, skb_attempt_defer_free), so "
+            f"skb_page_frag_refill keeps the page and this write goes on at offset {offset}, "
+            "where the process's last copy stopped (the model's outcome reuses it from 0)",
+            caused_by,
+            "a page race: the read skb freed on another CPU",
+        )
+
+
+def _note_page_race(sock: TcpSock, seq: int, end: int) -> None:
+    """Is the segment [seq, end) one the page race's other outcome would cut into
+    another number of fragments? Then that write's race is named (Env.page_races)."""
+    pages = sock.page_frag
+    if pages.other is None or not pages.differs(seq, end):
+        return
+    key: PageWrite = (sock.connection, sock.side, pages.other.start)
+    if key not in sock.env.page_races:
+        sock.env.page_races.append(key)
 
 
 def push(
@@ -497,6 +533,7 @@ def push(
         if ends_skb:
             in_skb = 0
         flags = ("ACK", "PSH") if psh else ("ACK",)
+        _note_page_race(sock, seq, seq + n)
         event_id = transmit(
             sock,
             now,

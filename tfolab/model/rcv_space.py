@@ -98,6 +98,9 @@ class ReceiveMemory:
     # tcp_syn_linear_timeouts (a namespace sysctl, 4 by default) SYN retransmissions
     # keep TCP_TIMEOUT_INIT before the timeout doubles (syn_timer.py); 0 before 6.5
     syn_linear_timeouts: int = 4
+    # 5.19+: a read skb is freed on the CPU that allocated it (skb_attempt_defer_free),
+    # so the sender's page may still be held at its next write (page_frag.py)
+    defer_free: bool = True
 
     def describe(self) -> str:
         way = "scaling_ratio" if self.scaling_ratio else "tcp_adv_win_scale 1"
@@ -119,6 +122,8 @@ def receive_memory_for(release: tuple[int, int], rmem_default: int, rmem_max: in
         grow_skb=release >= (6, 10),
         # "tcp: make the first N SYN RTO backoffs linear" (6.5)
         syn_linear_timeouts=4 if release >= (6, 5) else 0,
+        # "net: generalize skb freeing deferral to per-cpu lists" (5.19)
+        defer_free=release >= (5, 19),
     )
 
 

@@ -28,6 +28,7 @@ from tfolab.model.loop import (
     ReplayOrder,
     World,
 )
+from tfolab.model.page_frag import PageWrite
 from tfolab.model.path import LossNotFollowed
 from tfolab.model.predict import Accuracy, IterationPrediction, predict, segment_bands
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
@@ -82,6 +83,10 @@ class Simulation:
     replay_order: ReplayOrder = "chain-first"  # D = 0: a replayed child's application's turn
     # the round-trip excess the senders' tcp_tso_autosize saw (slower_pacings); 0: none
     pacing_excess_ms: float = 0.0
+    # the writes whose page may still be held (page_frag.py: a segment's fragments would
+    # differ), first seen first, and the ones this timeline holds (held_pages)
+    page_races: tuple[PageWrite, ...] = ()
+    pages_held: frozenset[PageWrite] = frozenset()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -114,6 +119,7 @@ def simulate(
     lock_early: frozenset[ReaderChoice] = frozenset(),
     replay_order: ReplayOrder = "chain-first",
     pacing_excess_ms: float = 0.0,
+    pages_held: frozenset[PageWrite] = frozenset(),
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
 
@@ -125,6 +131,8 @@ def simulate(
     before its SYN's softirq chain ends TIME_WAIT, and how (loop.ReplayOrder).
     `pacing_excess_ms`: how much longer than the model's the srtt is that the senders'
     tcp_tso_autosize sees (an outcome of the GSO-size race, slower_pacings).
+    `pages_held`: the writes whose process's page a read skb still held, which go on at
+    the offset its last copy stopped at (the other outcome of that race, held_pages).
     """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
@@ -162,6 +170,7 @@ def simulate(
         latest_app_first=latest_app_first,
         lock_early=lock_early,
         replay_order=replay_order,
+        pages_held=pages_held,
     )
     try:
         world.run()
@@ -191,6 +200,8 @@ def simulate(
         lock_early=lock_early,
         replay_order=replay_order,
         pacing_excess_ms=float(pacing_excess_ms),
+        page_races=tuple(world.env.page_races),
+        pages_held=pages_held,
     )
 
 
@@ -209,6 +220,7 @@ def _again(
     lock_early: frozenset[ReaderChoice] | None = None,
     replay_order: ReplayOrder | None = None,
     pacing_excess_ms: float | None = None,
+    pages_held: frozenset[PageWrite] | None = None,
 ) -> Simulation:
     """`sim` simulated again with one outcome of a race the other way."""
     return simulate(
@@ -224,6 +236,7 @@ def _again(
         lock_early=sim.lock_early if lock_early is None else lock_early,
         replay_order=sim.replay_order if replay_order is None else replay_order,
         pacing_excess_ms=sim.pacing_excess_ms if pacing_excess_ms is None else pacing_excess_ms,
+        pages_held=sim.pages_held if pages_held is None else pages_held,
     )
 
 
@@ -273,6 +286,25 @@ def slower_pacings(sim: Simulation) -> Iterator[Simulation]:
             continue
         try:
             other = _again(sim, pacing_excess_ms=excess / share)
+        except ModelInputError:
+            continue
+        if other.events != sim.events:
+            yield other
+
+
+def held_pages(sim: Simulation) -> Iterator[Simulation]:
+    """Where a write's page may still be held (Simulation.page_races: a read skb waits on
+    its allocating CPU's defer list, page_frag.py), the same simulation with one more of
+    those writes going on at the offset its process's last copy stopped at, earliest
+    first. The pages move under the whole write, so one outcome shifts every later
+    fragment of the answer, and with them the receiver's heads and windows, together.
+    One at a time (each is a whole simulation); none where a write changes nothing, or
+    where it leaves the model's domain."""
+    for race in sim.page_races:
+        if race in sim.pages_held:
+            continue
+        try:
+            other = _again(sim, pages_held=sim.pages_held | {race})
         except ModelInputError:
             continue
         if other.events != sim.events:

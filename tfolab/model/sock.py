@@ -108,7 +108,8 @@ class TcpSock:
         # tcp_sendmsg_locked's skbs over the unsent bytes: where each ends, and the ends
         # forced_push marked with PSH; pushed_seq as tcp_mark_push last left it
         self.skb_ends: list[int] = []
-        self.page_frag = PageFrag()  # the pages its writes were copied into (page_frag.py)
+        # its view of its process's pages, which its writes were copied into (page_frag.py)
+        self.page_frag = PageFrag(env.task_frags[side])
         self.forced_psh: set[int] = set()
         self.pushed_seq = 1  # tcp_connect, tcp_create_openreq_child: ISN + 1
         self.flights: list[Flight] = []

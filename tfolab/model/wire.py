@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from tfolab.model.clock import JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.events import CookieInfo, Recorder, Side
+from tfolab.model.page_frag import PageWrite, TaskFrag
 from tfolab.model.path import Path
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 
@@ -68,6 +69,11 @@ class Wire:
         return "PSH" in self.flags
 
 
+def _fresh_frags() -> dict[Side, TaskFrag]:
+    """Two processes that have copied nothing yet (a test's Env)."""
+    return {"client": TaskFrag(), "server": TaskFrag()}
+
+
 @dataclass
 class Env:
     recorder: Recorder
@@ -100,6 +106,14 @@ class Env:
     windows_model: bool = False
     # what the link loses (the `drop` setting)
     path: Path = field(default_factory=Path)
+    # each side's process's page frag (current->task_frag), shared by its sockets
+    # (page_frag.py); World puts each where the runner's warm-up exchange left it
+    task_frags: dict[Side, TaskFrag] = field(default_factory=_fresh_frags)
+    # the writes whose page a read skb still held in this timeline (the page race's
+    # other outcome, simulation.held_pages), and the writes where that race could show
+    # in a segment's fragments, in the order first seen (output._note_page_race)
+    pages_held: frozenset[PageWrite] = frozenset()
+    page_races: list[PageWrite] = field(default_factory=list)
 
     def count(self, name: str, counting: bool) -> None:
         if counting:
