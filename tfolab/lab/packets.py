@@ -42,6 +42,11 @@ Rules:
   lies within the host's round-trip excess of one more segment per skb
   (Segment.psh_race, model/output.py): such a segment matches the kernel's
   with PSH or without, and each one the kernel took the other way is counted.
+- Whether a write's page is free is a race on 5.19+ (model/page_frag.py: a read
+  skb freed on the CPU that allocated it). Each write whose segments the other
+  outcome would cut into other fragments is a named race; where the capture
+  still disagrees about TCP after the others, the writes held are found one at
+  a time while that removes disagreements (`_held_pages`), each one used.
 - Without a delay, each run of one side's pure ACKs is compared in the order
   it was sent, not the order it arrived (`in_send_order`: two CPUs' backlogs).
 - `compare` gives one PacketComparison: every pair of the alignment with its
@@ -74,6 +79,7 @@ from tfolab.model.captured import CapturedRow
 from tfolab.model.loop import LockPoint, ReaderChoice
 from tfolab.model.simulation import (
     ModelInputError,
+    held_pages,
     other_app_order,
     other_replay_orders,
     slower_pacings,
@@ -201,9 +207,10 @@ def compare(
         orders_used += better
     (chosen, aligned, model), paced = _slower_pacing((chosen, aligned, model), against)
     orders_used += paced
+    chosen, aligned, model = _held_pages((chosen, aligned, model), against, cut)
     named, used = race_count(aligned, model)
-    named += orders_named + len(chosen.lock_points)
-    used += orders_used + len(chosen.lock_early)
+    named += orders_named + len(chosen.lock_points) + len(chosen.page_races)
+    used += orders_used + len(chosen.lock_early) + len(chosen.pages_held)
     search_cut = max(cut, default=0) if any(_cost(aligned)) else 0
     return PacketComparison(chosen, tuple(aligned), named, used, lost, search_cut)
 
@@ -239,6 +246,41 @@ def _slower_pacing(
             if not any(_cost(other_aligned)):
                 break
     return best, best is not chosen
+
+
+def _held_pages(
+    chosen: _Explained,
+    against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+    cut: list[int],
+) -> _Explained:
+    """The page race (page_frag.py; each write where it could show is a named race,
+    Simulation.page_races): where the capture still disagrees about TCP, the chosen
+    timeline with one more write's page still held (simulation.held_pages), the other
+    races kept; of those that disagree less about TCP, the fewest disagreements (the
+    earliest of equals), and again from there for the next write, greedily, while that
+    removes disagreements. A time alone is no fragment a page moved (CI's emulated VM
+    runs late). Within _search_size simulations; `cut` gains that limit where it
+    stopped with disagreements left."""
+    size, _ = _search_size(chosen[0])
+    budget = size
+    best = chosen
+    while _cost(best[1])[0]:
+        found: _Explained | None = None
+        for other in held_pages(best[0]):
+            if budget <= 0:
+                cut.append(size)
+                return best
+            budget -= 1
+            other_aligned, other_model = against(other)
+            cost = _cost(other_aligned)
+            if cost[0] < _cost(best[1])[0] and (found is None or cost < _cost(found[1])):
+                found = (other, other_aligned, other_model)
+                if not cost[0]:
+                    break
+        if found is None:
+            break
+        best = found
+    return best
 
 
 def _other_app_order(sim: Simulation) -> tuple[Simulation, ...]:
