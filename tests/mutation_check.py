@@ -79,8 +79,8 @@ BREAKAGES = (
     Breakage(
         "model: every tolerance doubled",
         "tfolab/model/predict.py",
-        "        tolerance = (\n            len(fired) * tick_ms",
-        "        tolerance = 2 * (\n            len(fired) * tick_ms",
+        "        tolerance = (\n            sum(_band_ticks(timer)",
+        "        tolerance = 2 * (\n            sum(_band_ticks(timer)",
         ("tests/model", "tests/labs/test_band_physics.py", "tests/cli/test_cli_output.py"),
     ),
     Breakage(

@@ -185,3 +185,24 @@ def test_headline_only_hides_warm_up_close_down_and_side_notes() -> None:
     assert all(e.id in path_ids for e in focused.events if type(e).__name__ == "Note")
     assert set(iteration_starts(focused.events)) == {1, 2, 3}
     assert focused.path and max(focused.path) < len(focused.events)
+
+
+def test_a_lost_segment_stops_halfway_at_a_cross() -> None:
+    """The `drop` setting: the lost SYN's arrow leaves the client and stops at a cross
+    halfway to the server, its label saying so; the SYN sent again crosses whole."""
+    from tfolab.model.scenario import parse_settings
+    from tfolab.model.simulation import simulate
+    from tfolab.view.ladder_layout import LOST_MARK
+
+    config = find_lab("handshake").scenario("plain").config
+    config = config.with_typed(parse_settings({"drop": "client:1"}))
+    sim = simulate(config, one_way_delay_ms=10, iterations=1, hz=250)
+    drawn = layout(sim.events, WIDTHS[0], 10)
+    text = ["".join(char for char, _, _ in row) for row in drawn.rows]
+    crossed = [(r, line.index(LOST_MARK)) for r, line in enumerate(text) if LOST_MARK in line]
+    assert len(crossed) == 1  # one lost segment, one cross
+    row, x = crossed[0]
+    client_x, server_x = drawn.geometry.client_x, drawn.geometry.server_x
+    assert abs(x - (client_x + server_x) / 2) <= 2  # halfway across
+    assert any("SYN seq=0 lost" in line for line in text[: row + 1])
+    assert sum("▶" in line for line in text) >= 2  # the SYN again and the request arrive

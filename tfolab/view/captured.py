@@ -171,12 +171,15 @@ def _segment(seg_id: int, step: CapturedStep, arrived_ms: float, delay_ms: float
         else ""
     )
     tfo = fastopen_of(row.options)
+    # a lost row's time is its send time: it never arrived (the `drop` setting)
+    sent_ms = arrived_ms if row.lost else arrived_ms - delay_ms
     return KernelSegment(
         id=seg_id,
         iteration=step.iteration,
         connection=step.connection,
-        sent_ms=arrived_ms - delay_ms,
+        sent_ms=sent_ms,
         arrived_ms=arrived_ms,
+        lost=row.lost,
         sender=row.sender,
         flags=tuple(row.flags),
         seq=row.seq,
@@ -186,8 +189,11 @@ def _segment(seg_id: int, step: CapturedStep, arrived_ms: float, delay_ms: float
         cookie=(CookieInfo(tfo.option_kind, tfo.cookie_length, tfo.cookie_hex) if tfo else None),
         what=CAPTURED_ROLE,
         explanation=(
-            f"The kernel's segment on {where}, captured on lo: it arrived {row.t_ms:.2f} ms "
-            f"after the scenario's first measured call{into}."
+            f"The kernel's segment on {where}, lost on the way (the delayer dropped it) "
+            f"{row.t_ms:.2f} ms after the scenario's first measured call{into}."
+            if row.lost
+            else f"The kernel's segment on {where}, captured on lo: it arrived "
+            f"{row.t_ms:.2f} ms after the scenario's first measured call{into}."
         ),
         cause="",
         caused_by=None,
@@ -197,7 +203,8 @@ def _segment(seg_id: int, step: CapturedStep, arrived_ms: float, delay_ms: float
 
 def captured_words(row: CapturedRow) -> str:
     """A captured segment in full: flags, seq, ack, len, options (cookie bytes included)."""
-    return segment_words(row.flags, row.seq, row.ack, row.length, row.options)
+    words = segment_words(row.flags, row.seq, row.ack, row.length, row.options)
+    return f"{words} (lost)" if row.lost else words
 
 
 # --------------------------------------------------------------- the three views

@@ -3,8 +3,8 @@
 Rules:
 - Pure text. An arrow's label is built from its segment's fields, and when it
   does not fit it drops them in this order: the SYN's option line, seq=,
-  ack=, the TFO word; flags and len= (what the segment carries) stay to the
-  last, and only then is the text cut with "…".
+  ack=, the TFO word; flags, len= (what the segment carries) and "lost" (a
+  segment the path lost) stay to the last, and only then is the text cut with "…".
 - A SYN or SYN-ACK also has a second line, its options (MSS, SACK,
   timestamps, window scale), in full or compact ("mss 65495 sack TS ws 10").
 - Side texts (application calls, timers, notes) wrap into their column, at
@@ -46,11 +46,12 @@ def label_variants(segment: Segment) -> list[str]:
     tfo = ""
     if segment.cookie is not None:
         tfo = "TFO req" if segment.cookie.length == 0 else "TFO cookie"
+    lost = "lost" if segment.lost else ""  # what happened to it stays to the last
     steps = [
-        [flags, seq, ack, length, tfo],
-        [flags, ack, length, tfo],
-        [flags, length, tfo],
-        [flags, length],
+        [flags, seq, ack, length, tfo, lost],
+        [flags, ack, length, tfo, lost],
+        [flags, length, tfo, lost],
+        [flags, length, lost],
     ]
     variants: list[str] = []
     for fields in steps:
