@@ -30,6 +30,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -73,24 +74,30 @@ class Outcome:
         return self.kind == "disagreed" and self.about_time_only
 
 
-SECONDS_PER_MEGABYTE = 20.0  # capture, decoding and comparison of 1 MB in CI's emulated VM: ~12
+# A captured segment's cost in CI's software-emulated VM: capture, decoding and the
+# comparison (6,666 rows of three 689,583-byte answers at MTU 576 took 132 s there)
+SECONDS_PER_SEGMENT = 0.04
 
 
 def timeout_s(case: Case) -> float:
-    """Generous: every iteration a few round trips plus timers and its bytes, and the lab's setup.
+    """Generous: every iteration its round trips (slow start's grow with the answer), its
+    timers and its segments, and the lab's setup.
 
-    The bytes count because the capture and its comparison grow with them: three
+    The segments count because the capture and its comparison grow with them: three
     1 MB answers take 6 s here and over 70 s in CI's software-emulated VM.
     """
-    megabytes = _bytes_per_iteration(case) / 1e6
-    per_iteration = 12 * case.delay_ms / 1000 + 3 + SECONDS_PER_MEGABYTE * megabytes
+    segments = _segments_per_iteration(case)
+    round_trips = 6 + 2 * math.log2(segments / 10 + 1)  # flights of 10, 20, 40, ...
+    per_iteration = 3 + 2 * case.delay_ms / 1000 * round_trips + SECONDS_PER_SEGMENT * segments
     return 60.0 + case.iterations * per_iteration
 
 
-def _bytes_per_iteration(case: Case) -> int:
-    """The request and answer sizes the case runs with (its settings over the scenario's)."""
+def _segments_per_iteration(case: Case) -> int:
+    """The data segments the case's request and answer take (its settings over the
+    scenario's), at its MTU's MSS."""
     from tfolab.core.errors import UserError
     from tfolab.lab.catalog import find_lab
+    from tfolab.model.domain import mss_in_use
     from tfolab.model.scenario import SettingError, parse_settings
 
     try:
@@ -98,7 +105,8 @@ def _bytes_per_iteration(case: Case) -> int:
         config = config.with_typed(parse_settings(dict(case.settings)))
     except (UserError, SettingError):
         return 0  # refused at once: no bytes move
-    return config.request_bytes + config.response_bytes
+    mss = mss_in_use(config.mtu)
+    return -(-config.request_bytes // mss) + -(-config.response_bytes // mss)
 
 
 def run_case(case: Case, backend: str = "auto", *, timing: bool = True) -> Outcome:
