@@ -81,11 +81,3 @@ def _overlap(one: Drop, other: Drop) -> bool:
 def label(drops: tuple[Drop, ...]) -> str:
     """The setting as typed: "client:1,client:2@1", or "none"."""
     return ",".join(drop.label() for drop in drops) or "none"
-
-
-def in_iteration(drops: tuple[Drop, ...], iteration: int) -> dict[Sender, frozenset[int]]:
-    """Which of each sender's packets the path loses in `iteration`."""
-    return {
-        sender: frozenset(d.index for d in drops if d.sender == sender and d.applies_to(iteration))
-        for sender in ("client", "server")
-    }

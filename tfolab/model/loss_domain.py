@@ -8,10 +8,9 @@ Rules:
   needs fresh connections (a kept connection's iterations are rounds of one
   connection) and no replay (the replayed SYN is no client's connection);
 - a drop limited to iteration K needs K iterations;
-- after a SYN timeout tcp_enter_loss has set ssthresh (7 segments from an
-  initial window of 10) and two or more SYN retransmissions cut the congestion
-  window to 1 (tcp_init_transfer), so the client's message must fit in one
-  segment for the model's sender to stay right.
+- two or more retransmitted SYNs cut the first congestion window to 1
+  (tcp_init_transfer: total_retrans > 1 and an undo marker), so the client's
+  message must fit in one segment for the model's sender to stay right.
 """
 
 from __future__ import annotations
@@ -43,8 +42,7 @@ def drop_refusal(
     if client_message > mss:
         return (
             f"drop={named} with a client message of {client_message} bytes (more than one "
-            f"segment of {mss}): after a lost SYN, tcp_enter_loss lowers ssthresh and a "
-            "second SYN retransmission cuts the congestion window to 1 (tcp_init_transfer), "
-            "which the model's sender does not follow yet"
+            f"segment of {mss}): two or more retransmitted SYNs cut the first congestion "
+            "window to 1 (tcp_init_transfer), which the model's sender does not follow yet"
         )
     return None

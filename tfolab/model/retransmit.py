@@ -74,21 +74,33 @@ def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
     env.call_at(fire_ns, lambda t: _fire(sock, t, armed))
 
 
-def _fire(sock: TcpSock, now: int, armed: int) -> None:
-    """tcp_retransmit_timer: the head of the retransmit queue again, if still unacknowledged."""
-    head = sock.flights[0] if sock.flights else None
-    if head is None or not head.dropped:
-        return
+def expired(
+    sock: TcpSock, now: int, explanation: str, caused_by: int, *, spread_ticks: int = 1
+) -> int:
+    """tcp_retransmit_timer runs: the fired timer drawn, and TCPTimeouts counted, as at
+    every expiry (6.1 and 6.18). Returns the Timer's id."""
     fired = sock.timer(
         now,
         now,
         name="rto",
         action="fired",
-        explanation="retransmission timer fired: the answer was never acknowledged",
+        explanation=explanation,
         cause="the timer expired",
-        caused_by=armed,
+        caused_by=caused_by,
+        spread_ticks=spread_ticks,
     )
-    sock.count("TCPTimeouts")  # tcp_retransmit_timer, at every expiry
+    sock.count("TCPTimeouts")
+    return fired
+
+
+def _fire(sock: TcpSock, now: int, armed: int) -> None:
+    """tcp_retransmit_timer: the head of the retransmit queue again, if still unacknowledged."""
+    head = sock.flights[0] if sock.flights else None
+    if head is None or not head.dropped:
+        return
+    fired = expired(
+        sock, now, "retransmission timer fired: the answer was never acknowledged", armed
+    )
     lost = sock.dropped.pop(head.seq)
     event_id = transmit(
         sock,

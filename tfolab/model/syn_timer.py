@@ -23,6 +23,7 @@ tcp_retransmit_timer, tcp_output.c tcp_retransmit_skb):
 
 from __future__ import annotations
 
+from tfolab.model import retransmit
 from tfolab.model.flights import Flight
 from tfolab.model.output import transmit
 from tfolab.model.sock import TcpSock
@@ -54,22 +55,16 @@ def _fire(
     """tcp_retransmit_timer in SYN_SENT: the SYN again, and the timer re-armed."""
     if sock.state is not TcpState.SYN_SENT:
         return
-    fired = sock.timer(
+    fired = retransmit.expired(
+        sock,
         now,
-        now,
-        name="rto",
-        action="fired",
-        explanation=(
-            f"SYN retransmission timer fired: no SYN-ACK {rto_ms / 1000:g} s after the SYN "
-            f"(tcp_retransmit_timer; TCP_TIMEOUT_INIT{_backoff_words(timeouts)}); it fires "
-            f"at the end of a {width}-tick bucket of the timer wheel"
-        ),
-        cause="the timer expired",
-        caused_by=syn_event,
+        f"SYN retransmission timer fired: no SYN-ACK {rto_ms / 1000:g} s after the SYN "
+        f"(tcp_retransmit_timer; TCP_TIMEOUT_INIT{_backoff_words(timeouts)}); it fires "
+        f"at the end of a {width}-tick bucket of the timer wheel",
+        syn_event,
         spread_ticks=spread,
     )
-    sock.count("TCPTimeouts")
-    sock.count("TCPSynRetrans")
+    sock.count("TCPSynRetrans")  # tcp_retransmit_skb of a SYN
     timeouts += 1
     event_id = transmit(
         sock,
