@@ -89,6 +89,10 @@ def timeout_s(case: Case) -> float:
     segments = _segments_per_iteration(case)
     round_trips = 6 + 2 * math.log2(segments / 10 + 1)  # flights of 10, 20, 40, ...
     per_iteration = 3 + 2 * case.delay_ms / 1000 * round_trips + SECONDS_PER_SEGMENT * segments
+    # each lost SYN or SYN-ACK waits out a timer: 1 s, doubling (6.1) while they go on
+    drop = dict(case.settings).get("drop", "")
+    lost = len(drop.split(",")) if drop else 0
+    per_iteration += 2**lost - 1 + (1 if case.delay_ms > 490 else 0)
     return 60.0 + case.iterations * per_iteration
 
 

@@ -79,12 +79,14 @@ def draw_value(rng: random.Random, name: str) -> str:
 
 
 def draw_drops(rng: random.Random) -> str:
-    """A `drop` value: half of them the client's first packets in a row (lost SYNs, which
-    the model follows), the rest any packets of either side, some in one iteration only."""
+    """A `drop` value: half of them one side's first packets in a row (lost SYNs or
+    SYN-ACKs, which the model follows), the rest any packets of either side, some in one
+    iteration only."""
     if rng.random() < 0.5:
+        side = rng.choice(("client", "client", "server"))
         lost = rng.choice((1, 1, 1, 2, 2, 3))
         at = f"@{rng.randint(1, 3)}" if rng.random() < 0.25 else ""
-        return ",".join(f"client:{n}{at}" for n in range(1, lost + 1))
+        return ",".join(f"{side}:{n}{at}" for n in range(1, lost + 1))
     drops: list[Drop] = []
     for _ in range(rng.choice((1, 1, 2, 3))):
         sender: Sender = "client" if rng.random() < 0.6 else "server"

@@ -72,3 +72,31 @@ def test_a_drop_the_run_cannot_make_is_refused_before_anything_starts(
     assert done.returncode == 2 and done.stdout == ""
     [line] = done.stderr.splitlines()
     assert line.startswith("tfolab: ") and says in line
+
+
+@TIMING
+def test_a_lost_synack_is_sent_again_by_the_first_of_two_timers(lab_machine: LabMachine) -> None:
+    """drop=server:1 at D = 13 ms: the server's SYN-ACK timer and the client's SYN timer
+    both end about 1 s later, in buckets the jiffies counter places; either way the capture
+    agrees with the model's outcome for that bucket (synack_timer.py, a named race)."""
+    scenario = _run("--set", "drop=server:1", "--delay", "13", "--iterations", "2")
+    for connection in (1, 2):
+        synacks = [
+            r for r in scenario["captured"]
+            if r["connection"] == connection and r["flags"] == ["SYN", "ACK"]
+        ]  # fmt: skip
+        assert synacks[0].get("lost") and not any(r.get("lost") for r in synacks[1:])
+    assert scenario["counter_diff"] == []
+    assert scenario["races"]["named"] >= 2  # one wheel race per connection
+
+
+@TIMING
+def test_a_round_trip_past_the_syn_timer_agrees(lab_machine: LabMachine) -> None:
+    """The issue's `--delay 600 --iterations 2`: the SYN is sent again before the SYN-ACK
+    arrives, the server answers it (or its own timer does first), and the client answers
+    each SYN-ACK after the handshake with a challenge ACK, at most one per 500 ms."""
+    scenario = _run("--delay", "600", "--iterations", "2")
+    syns = [r for r in scenario["captured"] if r["flags"] == ["SYN"]]
+    assert [r["connection"] for r in syns] == [1, 1, 2, 2]
+    assert scenario["counters"]["TCPChallengeACK"] == 2
+    assert scenario["counter_diff"] == []

@@ -119,7 +119,6 @@ def test_a_drop_for_one_iteration_leaves_the_others_alone() -> None:
 @pytest.mark.parametrize(
     ("drop", "settings", "says"),
     [
-        ("server:1", {}, "loses the SYN-ACK"),
         ("client:3", {}, "loses the client's request"),
         ("server:2", {}, "loses the server's"),
         ("client:1@3", {}, "names iteration 3, but the scenario runs 1"),

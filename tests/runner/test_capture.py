@@ -710,3 +710,25 @@ def test_a_replayed_syn_is_a_new_connection_and_old_numbers_stay_with_the_old_on
         (1, "server", ("RST",), 18, None),
         (2, "client", ("RST",), 17, None),
     ]
+
+
+def test_a_syn_sent_again_before_the_clients_ack_stays_in_its_connection() -> None:
+    """D = 600 ms: the client's SYN timer fires before the SYN-ACK arrives, so the server
+    sees the SYN again after answering it; the client has sent nothing else yet, so it
+    is the same connection (the SYN sent again), not a replay."""
+    c, s = 1000, 50_000
+
+    def back(flags: int, seq: int, ack: int, payload: bytes = b"") -> bytes:
+        return make_frame(flags, seq, ack, payload, sport=5000, dport=40000)
+
+    segments = [
+        seg(600, make_frame(SYN, c, 0, b"", OPT_MSS)),
+        seg(1200, back(SYN | ACK, s, c + 1)),
+        seg(1625, make_frame(SYN, c, 0, b"", OPT_MSS)),  # the SYN again
+        seg(1800, make_frame(ACK, c + 1, s + 1)),
+        seg(2225, back(SYN | ACK, s, c + 1)),  # the SYN-ACK again
+        seg(2825, make_frame(ACK, c + 1, s + 1)),  # the challenge ACK
+    ]
+    rows = number_connections(segments, origin_ns=0)
+    assert {r.connection for r in rows} == {1}
+    assert [(r.sender, r.flags, r.seq) for r in rows][2] == ("client", ("SYN",), 0)

@@ -92,9 +92,9 @@ def parse_delays(text: str) -> tuple[float, ...]:
     beyond = [d for d in delays if d > MAX_HANDSHAKE_DELAY_MS]
     if beyond:
         raise UserError(
-            f"--delays {beyond[0]:g} ms is outside the model's domain: every connection's "
-            f"SYN-ACK would come at or after the SYN's 1 s retransmission timer "
-            f"(TCP_TIMEOUT_INIT), which the model does not predict yet",
+            f"--delays {beyond[0]:g} ms is outside the model's domain: the Fast Open "
+            f"runs' SYN-ACK would come at or after the SYN's 1 s retransmission timer "
+            f"(TCP_TIMEOUT_INIT), and a Fast Open SYN sent again is not modelled yet",
             f"give one-way delays up to {MAX_HANDSHAKE_DELAY_MS:g} ms",
         )
     return delays

@@ -47,6 +47,12 @@ Rules:
   outcome would cut into other fragments is a named race; where the capture
   still disagrees about TCP after the others, the writes held are found one at
   a time while that removes disagreements (`_held_pages`), each one used.
+- Which of a timer and an arrival comes first, where the arrival falls inside
+  the timer's wheel bucket (a SYN again against the server's SYN-ACK timer,
+  a SYN-ACK against the client's SYN timer: Simulation.wheel_races), depends
+  on where that connection's buckets sit. Each such connection is a named
+  race; where the capture disagrees, its other bucket positions are tried one
+  connection at a time (`_wheel_buckets`), each one moved counted as used.
 - Without a delay, each run of one side's pure ACKs is compared in the order
   it was sent, not the order it arrived (`in_send_order`: two CPUs' backlogs).
 - `compare` gives one PacketComparison: every pair of the alignment with its
@@ -81,6 +87,7 @@ from tfolab.model.simulation import (
     ModelInputError,
     held_pages,
     other_app_order,
+    other_buckets,
     other_replay_orders,
     slower_pacings,
     with_lock_early,
@@ -187,7 +194,8 @@ def compare(
         return aligned, model
 
     cut: list[int] = []
-    chosen, aligned, model = _reader_races(sim, *against(sim), against, cut)
+    chosen, aligned, model = _wheel_buckets((sim, *against(sim)), against)
+    chosen, aligned, model = _reader_races(chosen, aligned, model, against, cut)
     orders_named = orders_used = 0
     for race in (_other_app_order, other_replay_orders):
         try:
@@ -210,7 +218,9 @@ def compare(
     chosen, aligned, model = _held_pages((chosen, aligned, model), against, cut)
     named, used = race_count(aligned, model)
     named += orders_named + len(chosen.lock_points) + len(chosen.page_races)
+    named += len(chosen.wheel_races)
     used += orders_used + len(chosen.lock_early) + len(chosen.pages_held)
+    used += len(chosen.wheel_offsets)
     search_cut = max(cut, default=0) if any(_cost(aligned)) else 0
     return PacketComparison(chosen, tuple(aligned), named, used, lost, search_cut)
 
@@ -280,6 +290,31 @@ def _held_pages(
         if found is None:
             break
         best = found
+    return best
+
+
+def _wheel_buckets(
+    chosen: _Explained, against: Callable[[Simulation], tuple[list[Pair], list[Row]]]
+) -> _Explained:
+    """The timer-wheel races (Simulation.wheel_races): while the capture disagrees, each
+    racing connection in turn, first seen first, with its buckets at each other position
+    (simulation.other_buckets), the others kept; the one with the fewest disagreements,
+    if fewer (the model's own position wins a tie). A connection an earlier choice
+    made race joins the list. Eight simulations at most per connection."""
+    best = chosen
+    tried: set[int] = set()
+    while any(_cost(best[1])):
+        todo = [c for c in best[0].wheel_races if c not in tried]
+        if not todo:
+            break
+        connection = todo[0]
+        tried.add(connection)
+        for other in other_buckets(best[0], connection):
+            other_aligned, other_model = against(other)
+            if _cost(other_aligned) < _cost(best[1]):
+                best = (other, other_aligned, other_model)
+                if not any(_cost(other_aligned)):
+                    break
     return best
 
 

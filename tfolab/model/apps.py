@@ -282,9 +282,14 @@ class ClientScript:
             )
             self._set_big_mark(now, event)
             return
-        ret = self.call(
-            now, "connect", "returns", "connect() returns after SYN -> SYN-ACK (2D)", caused_by
+        resent = self.ep.sock.total_retrans
+        why = (
+            "connect() returns after SYN -> SYN-ACK (2D)"
+            if not resent
+            else f"connect() returns as the SYN-ACK arrives, after {resent} SYN timeout(s) "
+            "(tcp_retransmit_timer): the SYN was sent again"
         )
+        ret = self.call(now, "connect", "returns", why, caused_by)
         request = self._next_request()
         write = self.call(
             now, "write", f"{len(request)} B", "the request goes after the handshake", ret

@@ -14,6 +14,13 @@ Rules:
   rounds up by one granule so a timer never fires early: on level 0 (under
   63 jiffies away) that is E + 1. Hence a 40 ms delayed ACK armed at HZ=250
   fires 40 < delta <= 44 ms after it was armed.
+- Bucket edges are absolute (multiples of the level's granularity in the real
+  jiffies counter), and the counter's real value is unknown: the model's
+  counter starts near 0. A connection's `wheel_offset` (0 to 7 ticks) says
+  where its timers' level-1 buckets sit: the real counter is the model's plus
+  the offset. The client's and the server's timers on one host share it, so
+  it decides which of two timers armed a few ticks apart fires first (the SYN
+  timer and the SYN-ACK timer, syn_timer.py, synack_timer.py).
 """
 
 from __future__ import annotations
@@ -64,16 +71,18 @@ class JiffyClock:
     def jiffies_to_ms(self, jiffies: int) -> float:
         return jiffies * 1000.0 / self.hz
 
-    def timer_fires_at(self, expires: int, now_ns: int) -> int:
-        """When the timer wheel runs a timer set to expire at jiffies `expires`."""
+    def timer_fires_at(self, expires: int, now_ns: int, wheel_offset: int = 0) -> int:
+        """When the timer wheel runs a timer set to expire at jiffies `expires`, the
+        real counter being the model's plus `wheel_offset` (calc_index's bucket is
+        computed on the real value)."""
         now_j = self.jiffies(now_ns)
         delta = max(expires - now_j, 0)
         level = 0
         while level < 8 and delta >= _level_start(level + 1):
             level += 1
         shift = level * _LVL_CLK_SHIFT
-        bucket = ((expires >> shift) + 1) << shift
-        return self.tick_time(bucket)
+        bucket = (((expires + wheel_offset) >> shift) + 1) << shift
+        return self.tick_time(bucket - wheel_offset)
 
     def wheel_granularity(self, expires: int, now_ns: int) -> int:
         """The width in ticks of the bucket a timer set now for jiffies `expires` lands

@@ -291,12 +291,14 @@ def _timer_refusal(config: ScenarioConfig, delay_ms: float) -> str | None:
             f"stops capturing at {4 * delay_ms + CAPTURE_TAIL_MS:g} ms: that retransmission "
             f"{TIMERS_ISSUE}; the model predicts a replay up to {MAX_REPLAY_DELAY_MS:g} ms"
         )
-    if delay_ms > MAX_HANDSHAKE_DELAY_MS:
+    if delay_ms > MAX_HANDSHAKE_DELAY_MS and config.client_fastopen != "off":
         return (
             f"a delay of {delay_ms:g} ms one way puts the SYN-ACK at {2 * delay_ms:g} ms, "
             f"too close to or past the SYN's 1 s retransmission timer (TCP_TIMEOUT_INIT): "
-            f"the retransmitted SYN and SYN-ACK {TIMERS_ISSUE}; the model predicts up to "
-            f"{MAX_HANDSHAKE_DELAY_MS:g} ms"
+            f"a Fast Open SYN sent again leaves its option and data behind "
+            f"(tcp_retransmit_timer, tcp_rcv_fastopen_synack), which {TIMERS_ISSUE} for "
+            f"Fast Open; with client_fastopen=off the model follows any delay, with it up "
+            f"to {MAX_HANDSHAKE_DELAY_MS:g} ms"
         )
     return None
 

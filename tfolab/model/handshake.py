@@ -24,7 +24,8 @@ tcp_rcv_synsent_state_process / tcp_rcv_fastopen_synack, tcp_fastopen.c):
 
 from __future__ import annotations
 
-from tfolab.model import delack_timer, syn_timer
+from tfolab.model import delack_timer, syn_timer, synack_timer
+from tfolab.model.clock import NS_PER_MS
 from tfolab.model.delack import ACK_SCHED, ACK_TIMER
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynDecision, SynPlan, client_learns
 from tfolab.model.flights import Flight
@@ -82,13 +83,20 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
         sock.clamp_mss(wire.mss_option)
     sock.peer_window(wire.window)  # tp->max_window = snd_wnd, then tcp_sync_mss
     syn = sock.flights[0]
-    sock.rtt_sample(now - syn.sent_ns)
+    sock.note_wheel_race(now)
+    if not syn.retransmitted:
+        sock.rtt_sample(now - syn.sent_ns)
+    elif wire.echoes_ns is not None:
+        sock.rtt_sample(tsecr_sample_ns(now, wire.echoes_ns))
     sock.flights = []
     sock.snd_una = wire.ack
     sock.rcv_nxt = wire.seq + 1
     sock.rcv_wup = sock.rcv_nxt
     sock.move(TcpEvent.RECV_SYNACK)
+    sock.ts_recent_ns = wire.sent_ns
     sock.rspace.init_buffer_space()  # tcp_finish_connect -> tcp_init_transfer
+    if sock.total_retrans > 1 and wire.echoes_ns != syn.sent_ns:
+        _cwnd_of_one(sock, now, wire.event_id, "SYNs")
     sock.ack.lrcvtime = sock.jiffies(now)
     cause = "SYN-ACK arrived"
     plan = sock.syn_plan
@@ -141,6 +149,30 @@ def _hold_ack_for_pending_write(sock: TcpSock, now: int, wire: Wire, cause: str)
     )
 
 
+def tsecr_sample_ns(now: int, echoed_ns: int) -> int:
+    """The RTT sample a retransmitted handshake segment's answer gives (Karn's rule
+    leaves only its TSecr; tcp_ack_update_rtt, 6.1 tcp_time_stamp - rcv_tsecr, 6.18
+    tcp_rtt_tsopt_us): from the echoed segment's departure, in whole milliseconds of
+    the timestamp clock, at least 1. That clock's millisecond edges sit where the
+    host's boot put them; the model counts from its own 0 (an error under 1 ms)."""
+    return max(1, now // NS_PER_MS - echoed_ns // NS_PER_MS) * NS_PER_MS
+
+
+def _cwnd_of_one(sock: TcpSock, now: int, caused_by: int, what: str) -> None:
+    """tcp_init_transfer: more than one retransmission of the handshake's segment, and
+    an answer that echoes one of the retransmissions (tcp_try_undo_spurious_syn keeps
+    the undo marker): the first congestion window is 1 (6.1 and 6.18)."""
+    sock.snd_cwnd = 1
+    sock.note(
+        now,
+        f"{sock.side}'s first congestion window is 1 segment: {sock.total_retrans} "
+        f"retransmitted {what}, and the answer echoes a retransmission, not the first "
+        "(tcp_init_transfer after tcp_try_undo_spurious_syn)",
+        caused_by,
+        "the handshake ended",
+    )
+
+
 # ------------------------------------------------------------ server
 
 
@@ -162,6 +194,7 @@ def accept_syn(
         sock.clamp_mss(wire.mss_option)
     sock.peer_window(wire.window)  # tp->max_window = snd_wnd, then tcp_sync_mss
     sock.rcv_nxt = wire.seq + 1
+    sock.ts_recent_ns = wire.sent_ns  # the SYN's TSval, echoed by every SYN-ACK
     if decision.accept_data:
         sock.tfo_child = True
         # tcp_fastopen_create_child -> tcp_init_transfer: the clamp is set now, from the
@@ -188,10 +221,12 @@ def accept_syn(
         mss_option=sock.advmss,
     )
     sock.flights.append(Flight(0, 1, now, False, event_id, data=False))
+    if not sock.tfo_child:  # a Fast Open child's timer is tcp_fastopen_synack_timer
+        synack_timer.arm(sock, now, event_id)
     return event_id
 
 
-def ack_of_synack(sock: TcpSock) -> None:
+def ack_of_synack(sock: TcpSock, now: int, wire: Wire, *, sampled: bool) -> None:
     """The ACK of the SYN-ACK: ESTABLISHED; a Fast Open child leaves the TFO queue.
 
     tcp_rcv_state_process, TCP_SYN_RECV: the advmss loses the timestamps first, then
@@ -205,6 +240,16 @@ def ack_of_synack(sock: TcpSock) -> None:
     """
     sock.move(TcpEvent.RECV_ACK_OF_SYN)
     sock.timestamps_on()
+    request, sock.request = sock.request, None
+    if request is not None:
+        sock.note_wheel_race(now)
+        if not sampled and wire.echoes_ns is not None:
+            # tcp_synack_rtt_meas: no sample from snt_synack once a SYN-ACK was resent
+            sock.rtt_sample(tsecr_sample_ns(now, wire.echoes_ns))
+        sock.total_retrans = request.num_retrans  # tcp_create_openreq_child
+        undo_marker = request.num_timeout > 0 and wire.echoes_ns != request.first_synack_ns
+        if sock.total_retrans > 1 and undo_marker:
+            _cwnd_of_one(sock, now, wire.event_id, "SYN-ACKs")
     if not sock.tfo_child:
         sock.rspace.init_buffer_space()
     if sock.tfo_child and sock.fastopen_queue is not None:

@@ -57,6 +57,9 @@ Rules:
   process are (page_frag.after_warm_up).
 - `pages_held`: the writes whose page a read skb still held (page_frag.py), the
   other outcome of that race; the writes where it could show are `env.page_races`.
+- `wheel_offsets`: (connection, ticks) where that connection's timer-wheel
+  buckets sit (clock.py); the connections where an arrival met a timer inside
+  its bucket are `env.wheel_races`.
 - replay_syn: the last iteration is the attacker's replay of iteration 1's SYN
   (replay.py), sent REPLAY_GAP after the previous client's close + 3D; its
   connection's client side is connection 1's TIME_WAIT socket (TimeWaitPeer).
@@ -189,6 +192,7 @@ class World:
         lock_early: frozenset[ReaderChoice] = frozenset(),
         replay_order: ReplayOrder = "chain-first",
         pages_held: frozenset[PageWrite] = frozenset(),
+        wheel_offsets: tuple[tuple[int, int], ...] = (),
     ) -> None:
         self.config = config
         self.lock_early = lock_early
@@ -222,6 +226,7 @@ class World:
                 "server": after_warm_up(config.answer_bytes(WARM_UP_REQUEST_BYTES)),
             },
             pages_held=pages_held,
+            wheel_offsets=dict(wheel_offsets),
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(

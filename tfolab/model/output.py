@@ -24,7 +24,9 @@ Rules (net/ipv4/tcp_output.c):
   (Linux 6.1 and 6.18: `496 P | 524 | 380 P` for 1400 bytes at MTU 576).
 - Once the queue is empty after close(), the FIN goes (tcp_send_fin) and the
   state moves on SEND_FIN (state.py).
-- The link never loses a segment, so nothing is ever retransmitted on a timer.
+- A segment the path loses (path.py) is recorded at its send time and never
+  arrives; the model follows a lost SYN and a lost SYN-ACK (their timers resend
+  them) and refuses any other loss at once, with its reason (_check_loss).
 """
 
 from __future__ import annotations
@@ -133,6 +135,8 @@ def transmit(
         fresh=fresh,
         syn_data=syn_data,
         gso_size=gso_size,
+        sent_ns=now,
+        echoes_ns=sock.ts_recent_ns,
         frags=frags,
     )
     if not lost:
@@ -205,8 +209,11 @@ def _timer_may_win(sock: TcpSock, now: int) -> bool:
 
 
 def _check_loss(sock: TcpSock, flags: tuple[str, ...], payload: bytes, what: str) -> None:
-    """The losses the model follows: a client's SYN without data (syn_timer.py). Any
-    other lost segment ends the run outside the domain, with the reason."""
+    """The losses the model follows: a client's SYN without data (syn_timer.py) and a
+    SYN-ACK that is not a Fast Open child's (synack_timer.py). Any other lost segment
+    ends the run outside the domain, with the reason."""
+    if sock.side == "server" and flags == ("SYN", "ACK") and not sock.tfo_child:
+        return
     if sock.side == "client" and flags == ("SYN",) and not payload:
         if sock.syn_plan is not None and sock.syn_plan.cookie is not None:
             raise LossNotFollowed(
@@ -222,16 +229,16 @@ def _check_loss(sock: TcpSock, flags: tuple[str, ...], payload: bytes, what: str
         )
     elif "SYN" in flags:
         reason = (
-            "the path loses the SYN-ACK: the server's SYN-ACK timer (reqsk_timer_handler) "
-            "and the client's retransmitted SYN (tcp_check_req) both answer about 1 s "
-            "later, a race the model does not follow yet"
+            "the path loses a Fast Open child's SYN-ACK: its timer "
+            "(tcp_fastopen_synack_timer) and what the child's answer does meanwhile are "
+            "not modelled yet"
         )
     else:
         reason = (
             f"the path loses the {sock.side}'s {what}: what follows needs the "
             "retransmission timer after the handshake (the RTO, the tail-loss probe), "
             "not modelled yet; the model follows the loss of the client's SYN "
-            "(drop=client:1)"
+            "(drop=client:1) and of the server's SYN-ACK (drop=server:1)"
         )
     raise LossNotFollowed(reason)
 

@@ -153,10 +153,12 @@ def segment_bands(
     start (the headline's first event; the scenario's start for iteration 0).
     Each fired timer on it adds a tick (the jiffies phase), each segment the
     backend's per-packet error (the segment's own one included), and the
-    host overhead is added once.
+    host overhead is added once. A fired timer further back adds its ticks too
+    where the start is not downstream of it: the start does not move with it.
     """
     by_id = {e.id: e for e in events}
     starts = {p.i: by_id[p.path[0]].time_ms for p in predictions if p.path}
+    shared = {p.i: _ancestors(by_id[p.path[0]], by_id) for p in predictions if p.path}
     tick_ms = 1000.0 / hz
     bands: dict[int, float] = {}
     for event in events:
@@ -165,10 +167,20 @@ def segment_bands(
         start = starts.get(event.iteration, 0.0)
         segments = timers = 0
         current: Event | None = event
-        while current is not None and current.time_ms >= start:
-            if isinstance(current, Segment) and not current.lost:
-                segments += 1
-            elif isinstance(current, Timer) and current.action == "fired":
+        while current is not None:
+            if current.time_ms >= start:
+                if isinstance(current, Segment) and not current.lost:
+                    segments += 1
+                elif isinstance(current, Timer) and current.action == "fired":
+                    timers += _band_ticks(current)
+            elif (
+                isinstance(current, Timer)
+                and current.action == "fired"
+                and current.id not in shared.get(event.iteration, set())
+            ):
+                # a timer before the start that the start does not wait for (a SYN sent
+                # again while the SYN-ACK was on its way): its bucket moves this segment
+                # against the start
                 timers += _band_ticks(current)
             current = by_id[current.caused_by] if current.caused_by is not None else None
         bands[event.id] = round(
@@ -178,6 +190,16 @@ def segment_bands(
             6,
         )
     return bands
+
+
+def _ancestors(event: Event, by_id: dict[int, Event]) -> set[int]:
+    """The ids on `event`'s causal path, itself included."""
+    found: set[int] = set()
+    current: Event | None = event
+    while current is not None:
+        found.add(current.id)
+        current = by_id[current.caused_by] if current.caused_by is not None else None
+    return found
 
 
 def _band_ticks(timer: Timer) -> int:

@@ -5,8 +5,10 @@ Rules (tcp_rcv_established / tcp_rcv_state_process, in this order):
   TIME_WAIT socket's ACK, replay.py) is refused; in SYN_RECV its ACK draws a
   RST (tcp_ack fails, tcp_v4_send_reset);
 - in SYN_SENT only a SYN-ACK matters (handshake.receive_synack); a socket in
-  CLOSED or LISTEN, or any SYN after the handshake, is ignored here (the
-  listener's SYN goes to handshake.accept_syn);
+  CLOSED or LISTEN ignores everything here (the listener's SYN goes to
+  handshake.accept_syn); the client's SYN again reaches the request in
+  SYN_RECV (synack_timer.syn_again), and any SYN after the handshake draws a
+  challenge ACK (_syn_after_handshake);
 - a segment that ends before rcv_wup (the handshake's ACK that the first data
   overtook at D = 0, loop.py) fails tcp_sequence in tcp_validate_incoming and is
   dropped; tcp_send_dupack answers it with an ACK unless tcp_oow_rate_limited
@@ -31,16 +33,14 @@ The application runs after all that, when the loop wakes its script.
 
 from __future__ import annotations
 
-from tfolab.model import delack_timer
+from tfolab.model import delack_timer, synack_timer
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
 from tfolab.model.handshake import ack_of_synack, receive_synack
 from tfolab.model.output import push, send_ack
 from tfolab.model.replay import reset_stale_ack
-from tfolab.model.sock import TcpSock
+from tfolab.model.sock import TCP_INVALID_RATELIMIT_MS, TcpSock
 from tfolab.model.state import TcpEvent, TcpState
 from tfolab.model.wire import Wire
-
-TCP_INVALID_RATELIMIT_MS = 500  # net.ipv4.tcp_invalid_ratelimit's default
 
 
 def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
@@ -63,7 +63,10 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
     if sock.state is TcpState.SYN_SENT:
         receive_synack(sock, now, wire)
         return
-    if wire.syn or sock.state in (TcpState.CLOSED, TcpState.LISTEN):
+    if sock.state in (TcpState.CLOSED, TcpState.LISTEN):
+        return
+    if wire.syn:
+        _syn_after_handshake(sock, now, wire)
         return
     if sock.state is not TcpState.SYN_RECV and wire.seq + len(wire.payload) < sock.rcv_wup:
         _out_of_window(sock, now, wire)
@@ -89,18 +92,64 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
         sock.burst.close()
 
 
+def _syn_after_handshake(sock: TcpSock, now: int, wire: Wire) -> None:
+    """A SYN (the client's again) or a SYN-ACK (the server's again) after SYN_SENT.
+
+    In SYN_RECV the client's SYN again goes to the request (tcp_check_req,
+    synack_timer.syn_again). Once the handshake is over, tcp_validate_incoming
+    answers any SYN with a challenge ACK ("syn_challenge", 6.1 and 6.18:
+    TCPSYNChallenge, then TCPChallengeACK), unless tcp_send_challenge_ack's
+    per-socket rate limit holds it back (tcp_oow_rate_limited on the socket's
+    last_oow_ack_time, shared with tcp_send_dupack: TCPACKSkippedChallenge; the
+    per-netns limit, tcp_challenge_ack_limit, is INT_MAX by default)."""
+    if sock.state is TcpState.SYN_RECV:
+        if sock.request is None or "ACK" in wire.flags or wire.seq != 0:
+            sock.env.beyond_domain.append(
+                "a SYN reached a Fast Open child before its handshake ended "
+                "(tcp_check_req with fastopen): not modelled yet"
+            )
+            return
+        synack_timer.syn_again(sock, now, wire)
+        return
+    if sock.state in (TcpState.TIME_WAIT, TcpState.CLOSED):
+        sock.env.beyond_domain.append(
+            f"a {wire.what} reached the {sock.side}'s socket in {sock.state.name} "
+            "(tcp_timewait_state_process): not modelled yet"
+        )
+        return
+    sock.count("TCPSYNChallenge")
+    if sock.oow_rate_limited(now, sock.last_oow_ack_jiffies):
+        sock.count("TCPACKSkippedChallenge")
+        sock.note(
+            now,
+            f"the {wire.what} gets no challenge ACK: one left less than "
+            f"{TCP_INVALID_RATELIMIT_MS} ms ago (tcp_send_challenge_ack -> "
+            "tcp_oow_rate_limited)",
+            wire.event_id,
+            f"{wire.what} arrived after the handshake",
+        )
+        return
+    sock.last_oow_ack_jiffies = sock.jiffies(now)
+    sock.count("TCPChallengeACK")
+    send_ack(
+        sock,
+        now,
+        f"challenge ACK: a {wire.what} after the handshake is never taken "
+        "(tcp_validate_incoming, syn_challenge -> tcp_send_challenge_ack); this ACK "
+        "says where the connection stands (RFC 5961)",
+        f"{wire.what} arrived after the handshake",
+        wire.event_id,
+    )
+
+
 def _out_of_window(sock: TcpSock, now: int, wire: Wire) -> None:
     """tcp_validate_incoming: tcp_sequence refuses a segment that ends before rcv_wup
     (SKB_DROP_REASON_TCP_OLD_SEQUENCE on 6.18); tcp_send_dupack answers it with an ACK,
     unless tcp_oow_rate_limited holds that back (a segment without data, within
     sysctl_tcp_invalid_ratelimit of the last such answer)."""
-    jiffies = sock.jiffies(now)
-    last = sock.last_oow_ack_jiffies
-    if last is not None and 0 <= jiffies - last < sock.env.clock.ms_to_jiffies(
-        TCP_INVALID_RATELIMIT_MS
-    ):
+    if sock.oow_rate_limited(now, sock.last_oow_ack_jiffies):
         return
-    sock.last_oow_ack_jiffies = jiffies
+    sock.last_oow_ack_jiffies = sock.jiffies(now)
     send_ack(
         sock,
         now,
@@ -131,7 +180,7 @@ def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
     if not sock.flights:
         sock.max_packets_out = 0  # tcp_cwnd_validate starts a new usage period
     if sock.state is TcpState.SYN_RECV:
-        ack_of_synack(sock)
+        ack_of_synack(sock, now, wire, sampled=bool(fresh))
     elif sock.fin_sent and sock.snd_una == sock.snd_nxt:
         sock.move(TcpEvent.RECV_ACK_OF_FIN)
 

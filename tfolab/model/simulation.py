@@ -39,16 +39,23 @@ DEFAULT_TICK_PHASE = 0.3  # of a tick
 # The TcpExt counters the model predicts; any it leaves out of `counters` it predicts at 0.
 PREDICTED_COUNTERS = (
     "DelayedACKs",
+    "TCPACKSkippedChallenge",  # a challenge ACK held back (receive._syn_after_handshake)
+    "TCPACKSkippedSynRecv",  # a SYN-ACK for a SYN again held back (synack_timer.syn_again)
+    "TCPChallengeACK",
     "TCPFastOpenActive",
     "TCPFastOpenActiveFail",
     "TCPFastOpenCookieReqd",
     "TCPFastOpenListenOverflow",
     "TCPFastOpenPassive",
     "TCPFastOpenPassiveFail",
+    "TCPSYNChallenge",  # a SYN or SYN-ACK after the handshake
     "TCPSynRetrans",  # tcp_retransmit_skb of a SYN (syn_timer.py)
-    "TCPTimeouts",  # every tcp_retransmit_timer expiry (syn_timer.py, retransmit.py)
+    "TCPTimeouts",  # every expiry: tcp_retransmit_timer, reqsk_timer_handler (synack_timer.py)
 )
 DEFAULT_ACCURACY = Accuracy()
+# kernel/time/timer.c: a level-1 bucket is 8 ticks (LVL_CLK_SHIFT 3); the offsets
+# other_buckets tries, which decide every race between level-1 timers and arrivals
+WHEEL_LEVEL1_TICKS = 8
 # The GSO-size race's other outcomes (slower_pacings): the senders' tcp_tso_autosize with
 # a quarter, half, and all of the round-trip excess (Env.rtt_excess_ns) added to srtt
 PACING_EXCESS_SHARES = (4, 2, 1)
@@ -87,6 +94,11 @@ class Simulation:
     # differ), first seen first, and the ones this timeline holds (held_pages)
     page_races: tuple[PageWrite, ...] = ()
     pages_held: frozenset[PageWrite] = frozenset()
+    # where each connection's timer-wheel buckets sit, (connection, ticks), 0 unless
+    # given, and the connections where an arrival met a level-1 timer inside its
+    # bucket, first seen first (other_buckets)
+    wheel_offsets: tuple[tuple[int, int], ...] = ()
+    wheel_races: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -120,6 +132,7 @@ def simulate(
     replay_order: ReplayOrder = "chain-first",
     pacing_excess_ms: float = 0.0,
     pages_held: frozenset[PageWrite] = frozenset(),
+    wheel_offsets: tuple[tuple[int, int], ...] = (),
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
 
@@ -133,6 +146,8 @@ def simulate(
     tcp_tso_autosize sees (an outcome of the GSO-size race, slower_pacings).
     `pages_held`: the writes whose process's page a read skb still held, which go on at
     the offset its last copy stopped at (the other outcome of that race, held_pages).
+    `wheel_offsets`: (connection, ticks) where that connection's timer-wheel buckets
+    sit, the real jiffies counter being the model's plus the ticks (other_buckets).
     """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
@@ -171,6 +186,7 @@ def simulate(
         lock_early=lock_early,
         replay_order=replay_order,
         pages_held=pages_held,
+        wheel_offsets=wheel_offsets,
     )
     try:
         world.run()
@@ -202,6 +218,8 @@ def simulate(
         pacing_excess_ms=float(pacing_excess_ms),
         page_races=tuple(world.env.page_races),
         pages_held=pages_held,
+        wheel_offsets=wheel_offsets,
+        wheel_races=tuple(world.env.wheel_races),
     )
 
 
@@ -221,6 +239,7 @@ def _again(
     replay_order: ReplayOrder | None = None,
     pacing_excess_ms: float | None = None,
     pages_held: frozenset[PageWrite] | None = None,
+    wheel_offsets: tuple[tuple[int, int], ...] | None = None,
 ) -> Simulation:
     """`sim` simulated again with one outcome of a race the other way."""
     return simulate(
@@ -237,6 +256,7 @@ def _again(
         replay_order=sim.replay_order if replay_order is None else replay_order,
         pacing_excess_ms=sim.pacing_excess_ms if pacing_excess_ms is None else pacing_excess_ms,
         pages_held=sim.pages_held if pages_held is None else pages_held,
+        wheel_offsets=sim.wheel_offsets if wheel_offsets is None else wheel_offsets,
     )
 
 
@@ -309,6 +329,24 @@ def held_pages(sim: Simulation) -> Iterator[Simulation]:
             continue
         if other.events != sim.events:
             yield other
+
+
+def other_buckets(sim: Simulation, connection: int) -> Iterator[Simulation]:
+    """The same simulation with `connection`'s timer-wheel buckets shifted by each other
+    number of ticks within a level-1 bucket (WHEEL_LEVEL1_TICKS), the rest kept: where
+    an arrival met a timer inside its bucket (Simulation.wheel_races), which comes
+    first depends on where the bucket's edges sit. Each is a whole simulation; none
+    that leaves the model's domain."""
+    kept = tuple((c, o) for c, o in sim.wheel_offsets if c != connection)
+    current = dict(sim.wheel_offsets).get(connection, 0)
+    for offset in range(WHEEL_LEVEL1_TICKS):
+        if offset == current:
+            continue
+        offsets = tuple(sorted((*kept, (connection, offset)) if offset else kept))
+        try:
+            yield _again(sim, wheel_offsets=offsets)
+        except ModelInputError:
+            continue
 
 
 def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation:

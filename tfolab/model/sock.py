@@ -41,6 +41,7 @@ from tfolab.model.flights import Flight, WriteMark
 from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.page_frag import PageFrag
 from tfolab.model.rcv_space import RcvSpace
+from tfolab.model.request_sock import Request
 from tfolab.model.state import SENDS_DATA, TcpEvent, TcpState, next_state
 from tfolab.model.wire import Env, Wire
 
@@ -52,6 +53,7 @@ LOOPBACK_MTU = 65536  # lo's own MTU: TSO/GSO on, segments cross whole (clones)
 TS_OPTION_BYTES = 12  # the timestamps option, on every segment
 RTO_MIN_NS = 200_000_000  # TCP_RTO_MIN
 RTO_INIT_NS = 1_000_000_000  # TCP_TIMEOUT_INIT
+TCP_INVALID_RATELIMIT_MS = 500  # net.ipv4.tcp_invalid_ratelimit's default
 
 
 @dataclass
@@ -124,6 +126,7 @@ class TcpSock:
         self.max_packets_out = 0
         self.cwnd_grown_by: int | None = None  # the flight (segments) whose ACK grew it
         self.snd_cwnd = TCP_INIT_CWND  # tcp_init_cwnd (no route metric on lo)
+        self.total_retrans = 0  # segments sent again (the handshake's, for tcp_init_transfer)
         self.dropped: dict[int, Wire] = {}  # by seq: what the peer dropped (retransmit.py)
         # the receive side
         self.rcv_nxt = 0
@@ -131,6 +134,14 @@ class TcpSock:
         # tcp_oow_rate_limited: when the last ACK answering an out-of-window segment left
         # (jiffies; None: never, as tcp_create_openreq_child and tcp_connect start it)
         self.last_oow_ack_jiffies: int | None = None
+        # when the peer segment whose TSval this side echoes left (the SYN or SYN-ACK it
+        # accepted first: Wire.echoes_ns); the server's request sock while in SYN_RECV
+        # (synack_timer.py)
+        self.ts_recent_ns: int | None = None
+        self.request: Request | None = None
+        # the level-1 (or higher) timers this socket armed: when each fires (or fired)
+        # and its bucket's width in ticks (note_wheel_race)
+        self.wheel_deadlines: list[tuple[int, int]] = []
         self.rcv_buf = bytearray()
         # what a reader that took the socket early copied out already (backlog.py); its
         # read() returns it with what is queued after the release
@@ -351,6 +362,35 @@ class TcpSock:
     # ------------------------------------------------------------ time
     def jiffies(self, now: int) -> int:
         return self.env.clock.jiffies(now)
+
+    def wheel_timer(self, now: int, expires: int) -> tuple[int, int]:
+        """A timer-wheel timer set now for jiffies `expires`: when it fires (its
+        connection's buckets, Env.wheel_offsets) and its bucket's width in ticks,
+        remembered for note_wheel_race (a pushed timer too: its old bucket was one
+        the arrival could have met)."""
+        clock = self.env.clock
+        offset = self.env.wheel_offsets.get(self.connection, 0)
+        fire_ns = clock.timer_fires_at(expires, now, offset)
+        width = clock.wheel_granularity(expires, now)
+        self.wheel_deadlines.append((fire_ns, width))
+        return fire_ns, width
+
+    def note_wheel_race(self, now: int) -> None:
+        """A segment arrives inside the bucket of this socket's latest level-1 timer:
+        which comes first, the timer or the segment, depends on where the bucket's
+        edges sit (Env.wheel_races)."""
+        tick_ns = self.env.clock.tick_ns
+        if any(
+            width > 1 and abs(fire_ns - now) < width * tick_ns
+            for fire_ns, width in self.wheel_deadlines
+        ):
+            self.env.wheel_race(self.connection)
+
+    def oow_rate_limited(self, now: int, last: int | None) -> bool:
+        """__tcp_oow_rate_limited: did an answer to an invalid segment leave less than
+        tcp_invalid_ratelimit before `now` (`last`, in jiffies; None: never)?"""
+        limit = self.env.clock.ms_to_jiffies(TCP_INVALID_RATELIMIT_MS)
+        return last is not None and 0 <= self.jiffies(now) - last < limit
 
     def rto_jiffies(self) -> int:
         if self.srtt_ns is None:

@@ -17,14 +17,16 @@ tcp_retransmit_timer, tcp_output.c tcp_retransmit_skb):
   one's bucket is unknown to the model (Timer.spread_ticks = the bucket's
   width); one armed as the previous one fired sits on that bucket's grid, and
   spreads only where its own buckets are wider.
-- The model draws the timer where it fires: the SYN-ACK of a SYN that arrived
-  ends SYN_SENT first (the domain keeps 2D well under 1 s).
+- The first timer's bucket and the SYN-ACK's arrival race where the round
+  trip is near 1 s (D near 500 ms): which comes first, the bucket's real edges
+  decide (clock.py, a named race). A SYN-ACK that arrives after a
+  retransmission is the answer to whichever SYN the server saw first (its
+  TSecr echoes it; handshake.receive_synack).
 """
 
 from __future__ import annotations
 
 from tfolab.model import retransmit
-from tfolab.model.flights import Flight
 from tfolab.model.output import transmit
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpState
@@ -38,10 +40,8 @@ def arm(sock: TcpSock, now: int, syn_event: int) -> None:
 
 
 def _arm(sock: TcpSock, now: int, rto_ms: int, syn_event: int, *, timeouts: int, grid: int) -> None:
-    clock = sock.env.clock
-    expires = sock.jiffies(now) + clock.ms_to_jiffies(rto_ms)
-    fire_ns = clock.timer_fires_at(expires, now)
-    width = clock.wheel_granularity(expires, now)
+    expires = sock.jiffies(now) + sock.env.clock.ms_to_jiffies(rto_ms)
+    fire_ns, width = sock.wheel_timer(now, expires)
     spread = 1 if width <= grid else width
     sock.env.call_at(
         fire_ns,
@@ -80,7 +80,8 @@ def _fire(
         caused_by=fired,
         mss_option=sock.advmss,
     )
-    sock.flights[0] = Flight(0, 1, now, True, event_id)  # the SYN-ACK's RTT is this one's
+    sock.flights[0].retransmitted = True  # Karn: the SYN-ACK's sample comes from TSecr
+    sock.total_retrans += 1
     _arm(sock, now, _next_rto_ms(sock, rto_ms, timeouts), event_id, timeouts=timeouts, grid=width)
 
 

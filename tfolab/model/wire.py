@@ -55,6 +55,11 @@ class Wire:
     gso_size: int = 0
     # the page fragments its payload holds (page_frag.py): one per sender page it spans
     frags: int = 1
+    # when it left, and when the peer segment whose TSval its TSecr echoes left (the
+    # sender's ts_recent as the handshake set it: the SYN, or the SYN-ACK, it accepted
+    # first; None where the model does not follow it)
+    sent_ns: int = 0
+    echoes_ns: int | None = None
 
     @property
     def syn(self) -> bool:
@@ -114,6 +119,17 @@ class Env:
     # in a segment's fragments, in the order first seen (output._note_page_race)
     pages_held: frozenset[PageWrite] = frozenset()
     page_races: list[PageWrite] = field(default_factory=list)
+    # where each connection's timer-wheel buckets sit (clock.py: the real jiffies
+    # counter is the model's plus this; 0 unless given), and the connections where an
+    # arrival met a level-1 timer inside its bucket, in the order first seen: a race
+    # the bucket decides (simulation.other_buckets)
+    wheel_offsets: dict[int, int] = field(default_factory=dict)
+    wheel_races: list[int] = field(default_factory=list)
+
+    def wheel_race(self, connection: int) -> None:
+        """An arrival met one of `connection`'s timers inside its wheel bucket."""
+        if connection not in self.wheel_races:
+            self.wheel_races.append(connection)
 
     def count(self, name: str, counting: bool) -> None:
         if counting:

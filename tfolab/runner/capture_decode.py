@@ -267,7 +267,9 @@ class _Connection:
     number: int
     client: tuple[str, int]  # (address, port)
     isn: dict[tuple[str, int], int]  # endpoint -> its ISN (known or assumed)
-    answered: bool = False  # a SYN-ACK was seen: a client SYN now is another connection
+    # the client sent a segment without SYN: its handshake is over, so a SYN with the
+    # same ISN now is another connection (a replayed SYN), not the SYN sent again
+    client_moved_on: bool = False
 
 
 def _distance(
@@ -319,8 +321,10 @@ def number_connections(
 
     Connections are numbered in the order their first SYN (or, lacking one,
     their first segment) was seen; a client SYN on a 4-tuple already seen
-    starts a new connection when its ISN is new or the old one was answered
-    by a SYN-ACK (a replayed SYN, same bytes). A later segment belongs to the
+    starts a new connection when its ISN is new or the old connection's client
+    has sent a segment without SYN (a replayed SYN, same bytes); otherwise it
+    is the SYN sent again (its timer fired: the client sends nothing else while
+    in SYN_SENT, and the path keeps order). A later segment belongs to the
     incarnation whose numbers it carries (`_incarnation`). Without a captured
     SYN the sender of a SYN-ACK is the server, else the first segment's sender
     is taken as the client.
@@ -340,7 +344,7 @@ def number_connections(
             syn
             and not ack_flag
             and newest is not None
-            and (newest.isn.get(src) != seg.seq_abs or newest.answered)
+            and (newest.isn.get(src) != seg.seq_abs or newest.client_moved_on)
         )
         if newest is None or new_syn:
             count += 1
@@ -350,8 +354,8 @@ def number_connections(
             conn = newest
         else:
             conn = _incarnation(incarnations, seg, src, dst)
-        if syn and ack_flag:
-            conn.answered = True
+        if not syn and src == conn.client:
+            conn.client_moved_on = True
         if syn:
             conn.isn.setdefault(src, seg.seq_abs)
         seq = (seg.seq_abs - _base(conn, src, seg.seq_abs)) % 2**32

@@ -30,6 +30,10 @@ LOSS_COUNTERS = (
     "TCPLossProbes",
     "TCPLostRetransmit",
     "TcpTimeoutRehash",
+    "TCPSYNChallenge",
+    "TCPChallengeACK",
+    "TCPACKSkippedChallenge",
+    "TCPACKSkippedSynRecv",
 )
 
 
