@@ -17,8 +17,8 @@ from tests.environment import require_or_skip
 from tests.timing import check_bands, check_exit, check_packets
 
 
-def _run(*args: str) -> dict[str, object]:
-    done = run_tfolab("run", "handshake", "--scenario", "plain", *args, "--json")
+def _run(*args: str, lab: str = "handshake", scenario: str = "plain") -> dict[str, object]:
+    done = run_tfolab("run", lab, "--scenario", scenario, *args, "--json")
     if done.returncode == 2 and "NFQUEUE" in done.stderr:
         require_or_skip("NFQUEUE delayer", done.stderr.strip())
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr
@@ -99,4 +99,23 @@ def test_a_round_trip_past_the_syn_timer_agrees(lab_machine: LabMachine) -> None
     syns = [r for r in scenario["captured"] if r["flags"] == ["SYN"]]
     assert [r["connection"] for r in syns] == [1, 1, 2, 2]
     assert scenario["counters"]["TCPChallengeACK"] == 2
+    assert scenario["counter_diff"] == []
+
+
+@TIMING
+def test_a_lost_syn_data_is_sent_again_bare(lab_machine: LabMachine) -> None:
+    """Fast Open with a cookie, the first iteration's SYN-data lost: the SYN goes again
+    without data or option, the data follows the SYN-ACK (TCPFastOpenActiveFail), and
+    the next connection sends SYN-data again (the cache kept its cookie)."""
+    scenario = _run(
+        "--set", "drop=client:1@1", "--delay", "13", "--iterations", "2",
+        lab="fastopen", scenario="cookie",
+    )  # fmt: skip
+    syns = [r for r in scenario["captured"] if r["flags"] == ["SYN"]]
+    assert [(r["connection"], r["length"], r.get("lost", False)) for r in syns] == [
+        (1, 16, True),
+        (1, 0, False),
+        (2, 16, False),
+    ]
+    assert scenario["counters"]["TCPFastOpenActiveFail"] == 1
     assert scenario["counter_diff"] == []

@@ -123,7 +123,7 @@ def test_a_drop_for_one_iteration_leaves_the_others_alone() -> None:
         ("server:2", {}, "loses the server's"),
         ("client:1@3", {}, "names iteration 3, but the scenario runs 1"),
         ("client:1", {"fresh_connection_each_iteration": "false"}, "kept connection"),
-        ("client:1", {"request_bytes": "3000", "mtu": "1500"}, "more than one segment"),
+        ("client:1,client:2", {"request_bytes": "3000", "mtu": "1500"}, "more than one segment"),
     ],
 )
 def test_what_the_model_cannot_follow_is_refused_with_the_reason(
@@ -133,11 +133,41 @@ def test_what_the_model_cannot_follow_is_refused_with_the_reason(
         _sim(drop, **settings)
 
 
-@pytest.mark.parametrize(
-    ("scenario", "says"), [("cookie-request", "Fast Open SYN"), ("cookie", "SYN with data")]
-)
-def test_a_lost_fast_open_syn_is_refused(scenario: str, says: str) -> None:
-    """Its retransmission is a bare SYN without the option, and the data follows the
-    handshake (tcp_rcv_fastopen_synack): not followed yet."""
-    with pytest.raises(ModelInputError, match=says):
-        _sim("client:1", lab="fastopen", scenario=scenario, iterations=2)
+def test_a_lost_syn_data_is_sent_again_bare_and_its_data_after_the_synack() -> None:
+    """tcp_send_syn_data keeps the data in its own skb behind the SYN and sets
+    fo->cookie.len = -1: the SYN sent again carries neither. The SYN-ACK acks the SYN
+    alone, so tcp_rcv_fastopen_synack sends the data at once (TCPFastOpenActiveFail);
+    the cache keeps its cookie, and the next connection tries SYN-data again."""
+    sim = _sim("client:1@1", lab="fastopen", scenario="cookie", iterations=2)
+    first, again = _syns(sim, 1)
+    assert first.lost and first.length == 16 and first.cookie is not None
+    assert not again.lost and again.length == 0 and again.cookie is None
+    assert "without its data and its Fast Open option" in again.explanation
+    [resent] = [
+        e for e in sim.events
+        if isinstance(e, Segment) and e.iteration == 1 and e.sender == "client"
+        and e.length and "SYN" not in e.flags
+    ]  # fmt: skip
+    assert resent.seq == 1 and resent.length == 16
+    [next_syn] = _syns(sim, 2)
+    assert next_syn.length == 16 and next_syn.cookie is not None
+    assert sim.counters["TCPFastOpenActiveFail"] == 1
+    assert sim.counters["TCPFastOpenActive"] == 1  # iteration 2's
+
+
+def test_a_lost_cookie_request_leaves_the_option_kind_alone() -> None:
+    """The SYN-ACK to a SYN sent again without the option has no cookie; with
+    total_retrans set, tcp_rcv_fastopen_synack skips the try_exp change, so the next
+    connection asks again with the same option kind."""
+    sim = _sim("client:1@1", lab="fastopen", scenario="cookie-request", iterations=2)
+    first, again = _syns(sim, 1)
+    assert first.cookie is not None and first.cookie.length == 0 and again.cookie is None
+    [next_syn] = _syns(sim, 2)
+    assert next_syn.cookie == first.cookie
+
+
+def test_the_third_timeout_of_a_fast_open_syn_counts_a_failure() -> None:
+    """tcp_fastopen_active_detect_blackhole at the third timeout, then the SYN-ACK's."""
+    sim = _sim("client:1,client:2,client:3", lab="fastopen", scenario="cookie")
+    assert sim.counters["TCPTimeouts"] == 3
+    assert sim.counters["TCPFastOpenActiveFail"] == 2

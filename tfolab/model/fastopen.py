@@ -208,15 +208,34 @@ def _decided(
 
 
 def client_learns(
-    cache: CookieCache, reply: CookieInfo | None, syn_data: int, plan: SynPlan
+    cache: CookieCache,
+    reply: CookieInfo | None,
+    syn_data: int,
+    plan: SynPlan,
+    *,
+    syn_resent: bool = False,
 ) -> str | None:
-    """tcp_fastopen_cache_set(): update the cache from a SYN-ACK; returns a note."""
+    """tcp_rcv_fastopen_synack -> tcp_fastopen_cache_set(): update the cache from a
+    SYN-ACK; returns a note. `syn_resent`: the SYN timed out (tp->total_retrans), so
+    the SYN-ACK answers a SYN sent again without the option (6.1 and 6.18)."""
     if not plan.tfo_attempted:
         return None
     if reply is not None and reply.length > 0:
         changed = reply.value_hex != cache.cookie_hex
         cache.cookie_hex, cache.key_generation = reply.value_hex, reply.key_generation
         return "client caches the new TFO cookie for 127.0.0.1" if changed else None
+    if syn_resent:
+        # no try_exp: the server saw only the SYN sent again, without the option
+        if syn_data:
+            return (
+                "the SYN-data was lost: the cache counts it (syn_loss) and keeps the cookie, "
+                "so the next connection sends SYN-data again (tcp_fastopen_cookie_check no "
+                "longer reads syn_loss)"
+            )
+        return (
+            "the SYN sent again carried no Fast Open option, so the SYN-ACK's missing "
+            "cookie says nothing: nothing cached, the option kind kept"
+        )
     if plan.cookie is not None and plan.cookie.length == 0 and syn_data == 0:
         try_exp = 2 if plan.cookie.option_kind == 254 else 1
         if try_exp > cache.try_exp and not cache.cookie_hex:

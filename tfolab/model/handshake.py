@@ -101,7 +101,9 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
     cause = "SYN-ACK arrived"
     plan = sock.syn_plan
     assert plan is not None and sock.cookie_cache is not None
-    learnt = client_learns(sock.cookie_cache, wire.cookie, len(sock.syn_data), plan)
+    learnt = client_learns(
+        sock.cookie_cache, wire.cookie, len(sock.syn_data), plan, syn_resent=syn.retransmitted
+    )
     if learnt:
         sock.note(now, learnt, wire.event_id, cause)
     unacked = len(sock.syn_data) > 0 and wire.ack < 1 + len(sock.syn_data)

@@ -9,7 +9,8 @@ Rules:
   connection) and no replay (the replayed SYN is no client's connection);
 - a drop limited to iteration K needs K iterations;
 - two or more retransmitted SYNs cut the first congestion window to 1
-  (tcp_init_transfer: total_retrans > 1 and an undo marker), so the client's
+  (tcp_init_transfer: total_retrans > 1 and an undo marker), so where two or
+  more of the client's packets may be lost in one iteration, the client's
   message must fit in one segment for the model's sender to stay right.
 """
 
@@ -39,7 +40,11 @@ def drop_refusal(
             f"drop={named} names iteration {late[0].iteration}, but the scenario runs "
             f"{iterations}: use --iterations {late[0].iteration} or more"
         )
-    if client_message > mss:
+    most = max(
+        sum(1 for d in config.drop if d.sender == "client" and d.applies_to(i))
+        for i in range(1, iterations + 1)
+    )
+    if client_message > mss and most >= 2:
         return (
             f"drop={named} with a client message of {client_message} bytes (more than one "
             f"segment of {mss}): two or more retransmitted SYNs cut the first congestion "

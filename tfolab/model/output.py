@@ -209,25 +209,14 @@ def _timer_may_win(sock: TcpSock, now: int) -> bool:
 
 
 def _check_loss(sock: TcpSock, flags: tuple[str, ...], payload: bytes, what: str) -> None:
-    """The losses the model follows: a client's SYN without data (syn_timer.py) and a
-    SYN-ACK that is not a Fast Open child's (synack_timer.py). Any other lost segment
+    """The losses the model follows: a client's SYN, Fast Open's too (syn_timer.py), and
+    a SYN-ACK that is not a Fast Open child's (synack_timer.py). Any other lost segment
     ends the run outside the domain, with the reason."""
     if sock.side == "server" and flags == ("SYN", "ACK") and not sock.tfo_child:
         return
-    if sock.side == "client" and flags == ("SYN",) and not payload:
-        if sock.syn_plan is not None and sock.syn_plan.cookie is not None:
-            raise LossNotFollowed(
-                "the path loses a Fast Open SYN (with a cookie or a cookie request): its "
-                "retransmission carries no Fast Open option, and the cookie cache's "
-                "bookkeeping (tcp_fastopen_cache_set with syn_loss) is not modelled yet"
-            )
-        return
-    if sock.side == "client" and "SYN" in flags:
-        reason = (
-            "the path loses a SYN with data: the retransmission is a bare SYN and the data "
-            "is sent again after the handshake (tcp_rcv_fastopen_synack), not modelled yet"
-        )
-    elif "SYN" in flags:
+    if sock.side == "client" and flags == ("SYN",):
+        return  # with data or a Fast Open option too: sent again bare (syn_timer.py)
+    if "SYN" in flags:
         reason = (
             "the path loses a Fast Open child's SYN-ACK: its timer "
             "(tcp_fastopen_synack_timer) and what the child's answer does meanwhile are "

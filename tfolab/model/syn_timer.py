@@ -6,6 +6,10 @@ tcp_retransmit_timer, tcp_output.c tcp_retransmit_skb):
   SYN leaves. When it fires in SYN_SENT, tcp_retransmit_skb sends the SYN
   again: the same sequence number and options (a new timestamp), counted in
   TCPTimeouts and TCPSynRetrans.
+- A Fast Open SYN (with data, a cookie or a cookie request) is sent again bare:
+  tcp_send_syn_data left the data in its own skb behind the SYN and set
+  fo->cookie.len = -1 ("Exclude Fast Open option for SYN retries"). Its third
+  timeout counts TCPFastOpenActiveFail (tcp_fastopen_active_detect_blackhole).
 - The next timeout: 6.1 doubles it (icsk_rto << 1: 1, 2, 4 s, ...). From 6.5
   it stays TCP_TIMEOUT_INIT while tp->total_rto (the timeouts so far) is at
   most tcp_syn_linear_timeouts (a namespace sysctl, 4 by default), then
@@ -64,6 +68,11 @@ def _fire(
         syn_event,
         spread_ticks=spread,
     )
+    plan = sock.syn_plan
+    if timeouts == 2 and (sock.syn_data or (plan is not None and plan.tfo_attempted)):
+        # tcp_write_timeout -> tcp_fastopen_active_detect_blackhole: the third timeout of a
+        # SYN that tried Fast Open (blackhole detection off by default: nothing disabled)
+        sock.count("TCPFastOpenActiveFail")
     sock.count("TCPSynRetrans")  # tcp_retransmit_skb of a SYN
     timeouts += 1
     event_id = transmit(
@@ -74,7 +83,7 @@ def _fire(
         what="SYN again",
         explanation=(
             f"the SYN sent again (retransmission {timeouts}, tcp_retransmit_skb): the same "
-            "sequence number and options, a new timestamp"
+            f"sequence number{_bare_words(sock)}, a new timestamp"
         ),
         cause="the SYN retransmission timer fired",
         caused_by=fired,
@@ -90,6 +99,25 @@ def _next_rto_ms(sock: TcpSock, rto_ms: int, timeouts: int) -> int:
     if timeouts <= sock.env.rmem.syn_linear_timeouts:
         return rto_ms
     return min(rto_ms * 2, 120_000)  # TCP_RTO_MAX
+
+
+def _bare_words(sock: TcpSock) -> str:
+    """What a Fast Open SYN sent again leaves behind (tcp_send_syn_data)."""
+    plan = sock.syn_plan
+    left = [
+        what
+        for what, present in (
+            ("its data", bool(sock.syn_data)),
+            ("its Fast Open option", plan is not None and plan.cookie is not None),
+        )
+        if present
+    ]
+    if not left:
+        return " and options"
+    return (
+        f" and the other options, without {' and '.join(left)} (tcp_send_syn_data: "
+        "fo->cookie.len = -1, the data in its own skb behind the SYN)"
+    )
 
 
 def _backoff_words(timeouts: int) -> str:
