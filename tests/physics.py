@@ -7,6 +7,8 @@ Rules:
   phase). A plain request waits two round trips (4D), a Fast Open request
   with a valid cookie one (2D), a Nagle-held second write the server's
   delayed ACK (4D + 40..48 ms at HZ=250).
+- A lost SYN or SYN-ACK adds its timeouts (TIMEOUT_MS: the first anywhere in
+  its wheel bucket, the next ones on the grid), at HZ 250 and Linux 6.5+.
 - The slack a real run may add is the model's stated accuracy, re-derived here
   from its constants: PER_PACKET_MS per packet on the path (the delay
   backend's error) and HOST_MS once; TICK_MS per timer is inside 40..48 ms.
@@ -25,9 +27,10 @@ TICK_MS = 1000.0 / HZ
 PER_PACKET_MS = {"nfqueue": 0.4, "netem": 0.3, "none": 0.1}
 HOST_MS = 1.0  # realtime scheduling; 4.0 under normal scheduling
 
-# (lab, scenario) -> per iteration: (one-way trips, delayed ACKs on the path), at D > 0.
-_4D, _2D, _4D_DELACK = (4, 0), (2, 0), (4, 1)
-HEADLINES: dict[tuple[str, str], list[tuple[int, int]]] = {
+# (lab, scenario) -> per iteration: (one-way trips, delayed ACKs on the path, SYN or
+# SYN-ACK timeouts on the path), at D > 0.
+_4D, _2D, _4D_DELACK = (4, 0, 0), (2, 0, 0), (4, 1, 0)
+HEADLINES: dict[tuple[str, str], list[tuple[int, int, int]]] = {
     ("handshake", "plain"): [_4D] * 3,
     ("fastopen", "cookie-request"): [_4D],
     ("fastopen", "cookie"): [_2D] * 3,
@@ -44,9 +47,19 @@ HEADLINES: dict[tuple[str, str], list[tuple[int, int]]] = {
     ("delack", "quickack"): [_4D] * 5,
     # slow start from ten segments: the k-th further flight one more round trip (2D) each
     ("transfer", "first-flight"): [_4D] * 3,
-    ("transfer", "slow-start"): [(8, 0)] * 3,  # flights of 10, 20, 12
-    ("transfer", "long"): [(12, 0)] * 3,  # 10, 20, 40, 80, 58
+    ("transfer", "slow-start"): [(8, 0, 0)] * 3,  # flights of 10, 20, 12
+    ("transfer", "long"): [(12, 0, 0)] * 3,  # 10, 20, 40, 80, 58
+    # a lost SYN: 4D after the timer; a lost SYN-ACK: the SYN timer's SYN-ACK after 4D
+    # too, or the server's own timer (armed D later) and 3D more: 4D after a timeout
+    # either way; iteration 2 loses nothing
+    ("loss", "syn-lost"): [(4, 0, 1), _4D],
+    ("loss", "two-syns-lost"): [(4, 0, 2), _4D],
+    ("loss", "synack-lost"): [(4, 0, 1), _4D],
 }
+# TCP_TIMEOUT_INIT: 250 ticks at HZ 250, on the wheel's level 1 (buckets of 8 ticks),
+# so the first fires 1000 < t <= 1032 ms after it was armed; the next, armed as the
+# first fires, on the grid: 1024 ms later on Linux 6.5+ (tcp_syn_linear_timeouts).
+TIMEOUT_MS, TIMEOUT_BUCKET_MS, LINEAR_TIMEOUT_MS = 1000.0, 32.0, 1024.0
 
 
 def headline_range(
@@ -55,11 +68,15 @@ def headline_range(
     """Where iteration i (1-based) must fall by physics alone, without any slack.
     The delayed-ACK timer is HZ/25 jiffies (40 ms at any HZ that 25 divides), late
     by up to two ticks."""
-    trips, delacks = HEADLINES[(lab, scenario)][i - 1]
+    trips, delacks, timeouts = HEADLINES[(lab, scenario)][i - 1]
     delack_ms = (hz // 25) * 1000.0 / hz
     late_ms = 2 * 1000.0 / hz
     base = trips * delay_ms
-    return base + delacks * delack_ms, base + delacks * (delack_ms + late_ms)
+    low, high = base + delacks * delack_ms, base + delacks * (delack_ms + late_ms)
+    if timeouts:
+        waits = TIMEOUT_MS + (timeouts - 1) * LINEAR_TIMEOUT_MS
+        low, high = low + waits, high + waits + TIMEOUT_BUCKET_MS + 1000.0 / hz
+    return low, high
 
 
 def measured_range(

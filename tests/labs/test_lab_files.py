@@ -23,6 +23,7 @@ EXPECTED = {
     ],
     "delack": ["nagle", "nodelay", "single-write", "cork", "quickack"],
     "transfer": ["first-flight", "slow-start", "long"],
+    "loss": ["syn-lost", "two-syns-lost", "synack-lost"],
 }
 
 

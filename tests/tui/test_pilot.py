@@ -26,7 +26,7 @@ async def test_start_screen_lists_labs_and_scenarios(make_app) -> None:
         assert isinstance(app.screen, StartScreen)
         tree = app.screen.query_one(Tree)
         labs = [node.data for node in tree.root.children]
-        assert [data[0] for data in labs] == ["handshake", "fastopen", "delack", "transfer"]
+        assert [data[0] for data in labs] == ["handshake", "fastopen", "delack", "transfer", "loss"]
         fastopen = tree.root.children[1]
         assert fastopen.children[0].data == ("fastopen", "cookie-request")
         await pilot.press("down", "down")  # handshake/plain, fastopen
