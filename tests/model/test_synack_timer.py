@@ -16,7 +16,13 @@ from tfolab.model.clock import JiffyClock
 from tfolab.model.handshake import tsecr_sample_ns
 from tfolab.model.rcv_space import receive_memory_for
 from tfolab.model.scenario import parse_settings
-from tfolab.model.simulation import WHEEL_LEVEL1_TICKS, ModelInputError, other_buckets, simulate
+from tfolab.model.simulation import (
+    WHEEL_LEVEL1_TICKS,
+    ModelInputError,
+    other_buckets,
+    simulate,
+    with_lock_early,
+)
 
 LINUX_6_18 = (6, 18)
 
@@ -137,3 +143,25 @@ def test_a_lost_fast_open_child_synack_is_refused() -> None:
     config = config.with_typed(parse_settings({"drop": "server:1"}))
     with pytest.raises(ModelInputError, match="Fast Open child's SYN-ACK"):
         simulate(config, one_way_delay_ms=13, iterations=1)
+
+
+def test_at_d0_the_woken_connect_may_write_before_the_second_synack_arrives() -> None:
+    """A lost SYN-ACK at D = 0: the timer's SYN-ACK and tcp_check_req's arrive microseconds
+    apart. The model's own order answers both first (the challenge ACK at seq 1); the lock
+    point lets connect() return and the request leave before the second, whose challenge
+    ACK then carries seq 17 (seen on 6.18, 1 run in 4)."""
+    sim = _sim(0, drop="server:1")
+    points = [p for p in sim.lock_points if p.side == "client" and p.end == 1]
+    assert {p.kind for p in points} == {"take", "returned"}
+
+    def client(s: Simulation) -> list[tuple[str, ...]]:
+        sent = [e for e in s.events if isinstance(e, Segment) and e.sender == "client"]
+        return [(*e.flags, str(e.seq), str(e.length)) for e in sent if "SYN" not in e.flags]
+
+    assert client(sim)[:3] == [("ACK", "1", "0"), ("ACK", "1", "0"), ("ACK", "PSH", "1", "16")]
+    returned = with_lock_early(sim, frozenset({p.key for p in points if p.kind == "returned"}))
+    assert client(returned)[:3] == [
+        ("ACK", "1", "0"),
+        ("ACK", "PSH", "1", "16"),
+        ("ACK", "17", "0"),
+    ]

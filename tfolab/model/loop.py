@@ -614,8 +614,15 @@ class World:
             )
             # the SYN-ACK wakes a blocked connect() or sendto(), which takes the socket;
             # only one that acknowledged the SYN's data may have the answer right behind it,
-            # and the call, woken, may take it at any segment of that answer
-            answered = (wire.syn and (wire.ack or 0) > 1) or bool(wire.payload)
+            # and the call, woken, may take it at any segment of that answer; or one with
+            # another SYN-ACK right behind it (the SYN-ACK timer's and tcp_check_req's, a
+            # lost SYN-ACK's two repairs at D = 0): the woken call may write its request
+            # before that one draws its challenge ACK
+            answered = (
+                (wire.syn and (wire.ack or 0) > 1)
+                or bool(wire.payload)
+                or (wire.syn and self._arriving(conn.number, "server", now))
+            )
             connecting = answered and conn.script.connect_returns
             if (reading or connecting) and self._takes(
                 now, conn, "client", wire, handshake=connecting
