@@ -88,7 +88,7 @@ def test_a_larger_budget(delaying_machine: LabMachine, request: pytest.FixtureRe
 def test_the_space_covers_every_setting_and_lab() -> None:
     drawn = cases(7, 400)
     assert {name for case in drawn for name, _ in case.settings} == set(setting_names())
-    assert {case.lab for case in drawn} == {"handshake", "fastopen", "delack", "transfer"}
+    assert {case.lab for case in drawn} == {"handshake", "fastopen", "delack", "transfer", "loss"}
     delays = [case.delay_ms for case in drawn]
     assert min(delays) == 0 and max(delays) > 900
     assert cases(7, 400) == drawn  # the same seed, the same cases
