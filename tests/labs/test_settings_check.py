@@ -64,7 +64,13 @@ def test_what_check_accepts_the_model_simulates() -> None:
         except ModelInputError as err:
             refused += 1
             if outside is None:  # found on the simulation's way (simulation.left_domain),
-                # still before anything runs: a reader race of the timeline's bursts
+                # still before anything runs: a reader race of the timeline's bursts, or
+                # a drop landing on a segment whose loss the model does not follow
+                if "the path loses" in str(err):
+                    assert str(err).startswith("outside the model's domain: the path loses")
+                    continue
+                if config.drop and "congestion window" in str(err):
+                    continue  # lost SYN-ACKs left a first window of 1 (tcp_init_transfer)
                 assert str(err).startswith("outside the model's domain: connection "), err
                 assert "GSO packets" in str(err), err
                 continue

@@ -56,7 +56,9 @@ def delay_argument(parser: argparse.ArgumentParser) -> None:
 
 def scenario_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `simulate` and `run`: which lab, which scenarios, at what delay."""
-    parser.add_argument("lab", help="handshake, fastopen, delack, transfer, loss (see `tfolab list`)")
+    parser.add_argument(
+        "lab", help="handshake, fastopen, delack, transfer, loss (see `tfolab list`)"
+    )
     delay_argument(parser)
     parser.add_argument("--scenario", metavar="NAME", help="one scenario (default: all)")
     parser.add_argument(

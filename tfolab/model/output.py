@@ -455,7 +455,7 @@ def push(
             quota = pacing.cwnd_quota(sock.cwnd_packets_out, sock.snd_cwnd)
             if quota == 0:
                 if not sock.env.windows_model:
-                    sock.env.beyond_domain.append(_CWND_FULL)
+                    sock.env.beyond_domain.append(_cwnd_full(sock.snd_cwnd))
                 break
             skb_limit = quota if max_segs is None else min(quota, max_segs)
             if (
@@ -691,11 +691,21 @@ _ZERO_WINDOW = (
     "timer (tcp_probe_timer, window probes) is not in the model yet"
 )
 
-_CWND_FULL = (
-    "a sender filled its initial congestion window of "
-    f"{pacing.TCP_INIT_CWND} segments with data still to send (tcp_cwnd_test): the wait "
-    "for its ACKs needs the congestion-window model"
-)
+
+def _cwnd_full(cwnd: int) -> str:
+    """Why a sender whose first window is full leaves the domain (outside the window
+    model): 10 segments (tcp_init_cwnd), or 1 after retransmitted handshake segments
+    (tcp_init_transfer)."""
+    why = (
+        ""
+        if cwnd == pacing.TCP_INIT_CWND
+        else " (tcp_init_transfer: its SYN or SYN-ACK was sent again twice)"
+    )
+    return (
+        f"a sender filled its initial congestion window of {cwnd} segment"
+        f"{'s' if cwnd != 1 else ''}{why} with data still to send (tcp_cwnd_test): the wait "
+        "for its ACKs needs the congestion-window model"
+    )
 
 
 def _cwnd_grown(side: str, flight: int) -> str:
