@@ -220,7 +220,7 @@ class World:
             rtt_excess_ns=rtt_excess_ns,
             pacing_excess_ns=pacing_excess_ns,
             windows_model=config.read_whole,
-            path=Path(config.drop),
+            path=Path(config.drop, config.middlebox),
             task_frags={
                 "client": after_warm_up(WARM_UP_REQUEST_BYTES),
                 "server": after_warm_up(config.answer_bytes(WARM_UP_REQUEST_BYTES)),
@@ -382,7 +382,7 @@ class World:
                 iteration=0,
                 connection=number,
                 side="client",
-                text="warm-up connection (not measured): it learns the server's TFO cookie",
+                text="warm-up connection (not measured): it asks for the server's TFO cookie",
             )
         script = ClientScript(
             ep=client,

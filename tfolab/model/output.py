@@ -86,6 +86,13 @@ def transmit(
             sock.rspace.advertise(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
         sock.rcv_wup = sock.rcv_nxt
     window = sock.rspace.header_window(syn="SYN" in flags)
+    verdict = env.path.middlebox_verdict(flags, len(payload), cookie is not None)
+    if verdict == "strip":
+        explanation += (
+            "; a middlebox on the path takes its Fast Open option out (strip-tfo-option): "
+            "it arrives without one"
+        )
+        cookie = None
     options: tuple[TcpOption, ...] = (Timestamps(),)
     if mss_option is not None:
         options = syn_options(mss_option, env.wscale)
@@ -93,6 +100,9 @@ def transmit(
         options += (cookie.option(),)
     arrival = env.link.arrival(now)
     lost = env.path.loses(sock.iteration, sock.connection, sock.side)
+    if verdict == "lose":
+        explanation += f"; a middlebox on the path drops it ({env.path.middlebox})"
+        lost = True
     if lost:
         arrival = now  # it never arrives: recorded at its send time, as the delayer does
         _check_loss(sock, flags, payload, what)

@@ -27,6 +27,10 @@ from tfolab.model.fastopen import syn_data_space
 
 Pattern = Literal["rr", "wwr"]
 ClientFastOpen = Literal["off", "sendto", "connect"]
+# A middlebox on the lab's path (model/path.py): none, or one that drops a SYN with
+# data, one that removes the Fast Open option from SYNs and SYN-ACKs, or one that
+# drops a SYN with that option.
+Middlebox = Literal["none", "drop-syn-data", "strip-tfo-option", "drop-tfo-syn"]
 CookieCache = Literal["flush", "warm", "keep"]
 
 # The limits of a run, shared by the CLI, the lab files, the UI and the model.
@@ -120,6 +124,8 @@ class ScenarioConfig:
     # Packets the path loses, by their order in an iteration (tfolab.model.drops):
     # "client:1,client:2" loses the client's SYN and its first retransmission.
     drop: tuple[Drop, ...] = field(default=(), metadata={"parse": parse_drops})
+    # A middlebox on the path, for every connection of the scenario (the warm-up's too)
+    middlebox: Middlebox = "none"
     # net.ipv4.tcp_autocorking is no setting: the model is netem's link, which
     # orphans a queued skb so autocorking never holds a write; the NFQUEUE
     # stand-in holds packets at the receiving end, orphaned too (TCP-NOTES).
