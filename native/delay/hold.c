@@ -119,7 +119,34 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
         return;
     }
     struct held item = { .id = q->id, .due_ns = sent + h->delay_ns };
-    if (h->rec->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
+    if (h->mb->mode != MB_NONE && q->packet != NULL && q->cap_len > 0 &&
+        q->cap_len == q->wire_len) {
+        unsigned char *copy = malloc(q->cap_len);
+        if (copy == NULL) {
+            h->mb->unparsed++; /* cannot judge it: it passes as it is */
+        } else {
+            memcpy(copy, q->packet, q->cap_len);
+            uint32_t len = q->cap_len;
+            enum mb_action act = middlebox_decide(h->mb, copy, &len);
+            if (act == MB_DROP) {
+                if (send_drop_verdict(n, q->id) != 0)
+                    h->st->verdict_errors++;
+                h->mb->dropped++;
+                h->st->dropped++;
+                recorder_add(h->drop_rec, sent, q->packet, q->cap_len, q->wire_len);
+                free(copy);
+                return;
+            }
+            if (act == MB_MANGLED) { /* held with its new bytes, released with them */
+                item.packet = copy;
+                item.cap_len = item.wire_len = len;
+                item.mangled = true;
+            } else {
+                free(copy);
+            }
+        }
+    }
+    if (!item.mangled && h->rec->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
         item.packet = malloc(q->cap_len);
         if (item.packet == NULL) {
             h->rec->lost++; /* the packet is still delayed; its record is lost */
@@ -168,12 +195,18 @@ int release_due(struct handler *h)
     for (uint32_t i = n; batch && i < f->count; i++)
         if ((int32_t)(f->items[(f->head + i) % f->cap].id - last) <= 0)
             batch = false;
+    bool mangled = false; /* a rewritten packet goes with its own verdict and bytes */
+    for (uint32_t i = 0; i < n; i++)
+        mangled = mangled || f->items[(f->head + i) % f->cap].mangled;
     int err = 0;
-    if (batch || n == 1) {
+    if (!mangled && (batch || n == 1)) {
         err = send_verdict(h->nl, last, batch);
     } else {
-        for (uint32_t i = 0; i < n && err == 0; i++)
-            err = send_verdict(h->nl, f->items[(f->head + i) % f->cap].id, false);
+        for (uint32_t i = 0; i < n && err == 0; i++) {
+            const struct held *item = &f->items[(f->head + i) % f->cap];
+            err = item->mangled ? send_verdict_payload(h->nl, item->id, item->packet, item->cap_len)
+                                : send_verdict(h->nl, item->id, false);
+        }
     }
     for (uint32_t i = 0; i < n; i++) {
         front = fifo_front(f);

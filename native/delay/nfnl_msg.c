@@ -100,6 +100,26 @@ int send_drop_verdict(struct nl *n, uint32_t id)
     return verdict(n, id, false, NF_DROP);
 }
 
+/* Accept a packet as these bytes (a middlebox rewrote it: nfqnl_mangle). */
+int send_verdict_payload(struct nl *n, uint32_t id, const unsigned char *packet, uint32_t len)
+{
+    if (len > 0xffffu - 64u)
+        return EMSGSIZE;
+    size_t cap = NLMSG_SPACE(0) + sizeof(struct nfgenmsg) + 2 * NLA_HDRLEN + 16 + len + 8;
+    char *buf = aligned_alloc(NLMSG_ALIGNTO, NLMSG_ALIGN(cap));
+    if (buf == NULL)
+        return ENOMEM;
+    size_t off = 0;
+    struct nlmsghdr *nlh = msg_begin(buf, NLMSG_ALIGN(cap), &off, NFQNL_MSG_VERDICT, 0, ++n->seq,
+                                     n->queue);
+    struct nfqnl_msg_verdict_hdr vh = { .verdict = htonl(NF_ACCEPT), .id = htonl(id) };
+    msg_attr(buf, NLMSG_ALIGN(cap), &off, nlh, NFQA_VERDICT_HDR, &vh, sizeof vh);
+    msg_attr(buf, NLMSG_ALIGN(cap), &off, nlh, NFQA_PAYLOAD, packet, (uint16_t)len);
+    int err = nl_send(n, buf, off);
+    free(buf);
+    return err;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Receiving and parsing                                                    */
 

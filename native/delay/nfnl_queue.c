@@ -116,11 +116,11 @@ int send_params(struct handler *h, uint32_t maxlen, bool fail_open, bool headers
     struct nlmsghdr *nlh = msg_begin(buf, sizeof buf, &off, NFQNL_MSG_CONFIG, NLM_F_ACK,
                                      seq, h->nl->queue);
     /* Copy only metadata, the packet id being all a delayer needs; recording,
-     * the whole packet (the kernel caps the range at 65531 bytes and says how
-     * long a longer one was, NFQA_CAP_LEN); with drop plans possible, at least
-     * the IP and TCP headers (drop.c reads the ports). */
+     * or with control lines (a middlebox reads and rewrites whole SYNs), the
+     * whole packet (the kernel caps the range at 65531 bytes and says how long a
+     * longer one was, NFQA_CAP_LEN). */
     bool recording = h->rec->fd >= 0 || h->drop_rec->fd >= 0;
-    uint32_t range = recording ? 0xffffu : headers ? HEADER_COPY_BYTES : 0u;
+    uint32_t range = recording || headers ? 0xffffu : 0u;
     struct nfqnl_msg_config_params params = {
         .copy_range = htonl(range),
         .copy_mode = range > 0 ? NFQNL_COPY_PACKET : NFQNL_COPY_META,

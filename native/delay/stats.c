@@ -85,9 +85,10 @@ void print_stats(const struct options *o, const struct stats *s, bool have_kc,
     fprintf(stderr,
             PROG ": queue %u delay %.3f ms: packets %" PRIu64 ", max queue depth %" PRIu32
             ", enobufs %" PRIu64 ", lost %" PRIu64 ", released at exit %" PRIu64
-            ", lateness us median %.0f p99 %.0f max %.1f, dropped %" PRIu64 "\n",
+            ", lateness us median %.0f p99 %.0f max %.1f, dropped %" PRIu64
+            " (middlebox %" PRIu64 "), mangled %" PRIu64 "\n",
             o->queue, dms, s->packets, s->max_depth, s->enobufs, s->lost,
-            s->released_at_exit, med, p99, mx, s->dropped);
+            s->released_at_exit, med, p99, mx, s->dropped, s->middlebox_dropped, s->mangled);
     if (o->stats_json) {
         char kqs[32] = "null", kus[32] = "null";
         if (have_kc) {
@@ -101,10 +102,13 @@ void print_stats(const struct options *o, const struct stats *s, bool have_kc,
                ", \"kernel_queue_dropped\": %s, \"kernel_user_dropped\": %s"
                ", \"late_median_us\": %.0f, \"late_p99_us\": %.0f, \"late_max_us\": %.1f"
                ", \"sched\": \"%s\", \"recorded\": %" PRIu64
-               ", \"implausible_stamps\": %" PRIu64 ", \"dropped\": %" PRIu64 "}\n",
+               ", \"implausible_stamps\": %" PRIu64 ", \"dropped\": %" PRIu64
+               ", \"middlebox_dropped\": %" PRIu64 ", \"mangled\": %" PRIu64
+               ", \"middlebox_unparsed\": %" PRIu64 "}\n",
                o->queue, dms, s->packets, s->max_depth, s->enobufs, s->lost,
                s->released_at_exit, s->verdict_errors, s->overflow_accepts, kqs, kus,
-               med, p99, mx, sched, s->recorded, s->implausible_stamps, s->dropped);
+               med, p99, mx, sched, s->recorded, s->implausible_stamps, s->dropped,
+               s->middlebox_dropped, s->mangled, s->middlebox_unparsed);
         if (fflush(stdout) != 0)
             fprintf(stderr, PROG ": cannot write statistics to stdout: %s\n", strerror(errno));
     }

@@ -103,7 +103,8 @@ static int flush_records(struct recorder *rec, struct recorder *drop_rec)
 }
 
 /* Control lines on stdin (--control), read as they come: each whole line is
- * one plan (drop.c), answered on stdout with "DROPPING" or "REFUSED reason".
+ * one drop plan (drop.c), answered on stdout with "DROPPING" or "REFUSED
+ * reason", or a middlebox mode (middlebox.c), answered "MIDDLEBOX MODE".
  * Returns 0, 1 at end of file (no more lines will come), -1 on a failure. */
 struct control {
     char line[1024];
@@ -120,7 +121,25 @@ static int answer(const char *what, const char *why)
     return 0;
 }
 
-static int read_control(struct control *c, struct drop_plan *plan)
+/* One whole control line: a drop plan or a middlebox mode, answered. */
+static int control_line(const char *line, bool overlong, struct drop_plan *plan,
+                        struct middlebox *mb)
+{
+    if (overlong)
+        return answer("REFUSED", "the line is too long");
+    if (strncmp(line, "MIDDLEBOX ", 10) == 0) {
+        const char *why = middlebox_parse(mb, line);
+        if (why != NULL)
+            return answer("REFUSED", why);
+        char done[64];
+        snprintf(done, sizeof done, "MIDDLEBOX %s", middlebox_mode_name(mb->mode));
+        return answer(done, NULL);
+    }
+    const char *why = drop_plan_parse(plan, line);
+    return answer(why ? "REFUSED" : "DROPPING", why);
+}
+
+static int read_control(struct control *c, struct drop_plan *plan, struct middlebox *mb)
 {
     char buf[512];
     ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
@@ -137,10 +156,10 @@ static int read_control(struct control *c, struct drop_plan *plan)
             continue;
         }
         c->line[c->len] = '\0';
-        const char *why = c->overlong ? "the line is too long" : drop_plan_parse(plan, c->line);
+        bool overlong = c->overlong;
         c->len = 0;
         c->overlong = false;
-        if (answer(why ? "REFUSED" : "DROPPING", why) != 0)
+        if (control_line(c->line, overlong, plan, mb) != 0)
             return -1;
     }
     return 0;
@@ -208,11 +227,12 @@ int main(int argc, char **argv)
     if (opt.drop_record_fd >= 0)
         recorder_open(&drop_rec, opt.drop_record_fd);
     struct drop_plan plan = { .active = false };
+    struct middlebox mb = { .mode = MB_NONE };
     struct control control = { .len = 0 };
     bool control_open = opt.control;
     struct nl nl = { .fd = open_netlink(), .queue = opt.queue };
     struct handler h = { .nl = &nl, .fifo = &fifo, .st = &st, .rec = &rec,
-                         .drop_rec = &drop_rec, .plan = &plan,
+                         .drop_rec = &drop_rec, .plan = &plan, .mb = &mb,
                          .delay_ns = opt.delay_ns,
                          .realtime_minus_monotonic_ns = realtime_minus_monotonic() };
     /* A socket that asks for receive timestamps turns on the kernel's stamping
@@ -313,7 +333,7 @@ int main(int argc, char **argv)
             continue; /* EAGAIN or EINTR: nothing read */
         }
         if (pfd[3].revents & (POLLIN | POLLHUP | POLLERR)) {
-            int got = read_control(&control, &plan);
+            int got = read_control(&control, &plan, &mb);
             if (got < 0) {
                 fprintf(stderr, PROG ": reading the control lines on stdin: %s\n",
                         strerror(errno));
@@ -381,6 +401,9 @@ int main(int argc, char **argv)
         exit_code = EXIT_RUNTIME;
     }
     st.recorded = rec.records;
+    st.middlebox_dropped = mb.dropped;
+    st.mangled = mb.mangled;
+    st.middlebox_unparsed = mb.unparsed;
     print_stats(&opt, &st, have_kc, kq, ku, sched);
 
     free(fifo.items);

@@ -70,6 +70,7 @@ struct held {
     unsigned char *packet; /* the packet's bytes while recording (malloc'd), else NULL */
     uint32_t cap_len;      /* bytes in packet */
     uint32_t wire_len;     /* the packet's whole length (more than cap_len if cut) */
+    bool mangled;          /* the middlebox rewrote it: released with these bytes */
 };
 
 struct fifo {
@@ -152,6 +153,29 @@ bool drop_plan_decide(struct drop_plan *plan, const unsigned char *packet, uint3
 /* ------------------------------------------------------------------------ */
 /* stats.c                                                                  */
 
+/* middlebox.c: a middlebox on the path to and from one port (--control). */
+enum mb_mode { MB_NONE, MB_DROP_SYN_DATA, MB_STRIP_TFO_OPTION, MB_DROP_TFO_SYN };
+enum mb_action { MB_PASS, MB_DROP, MB_MANGLED };
+
+struct middlebox {
+    uint16_t port;
+    enum mb_mode mode;
+    uint64_t dropped;  /* packets it dropped since the start */
+    uint64_t mangled;  /* packets it rewrote */
+    uint64_t unparsed; /* SYNs whose options it could not read (passed as they were) */
+};
+
+const char *middlebox_parse(struct middlebox *mb, const char *line);
+
+const char *middlebox_mode_name(enum mb_mode mode);
+
+/* What the middlebox does to the packet; MB_MANGLED rewrote it in place (*len: its
+ * new length, never longer). */
+enum mb_action middlebox_decide(struct middlebox *mb, unsigned char *packet, uint32_t *len);
+
+/* The IPv4 header checksum and the TCP checksum of a whole packet, computed again. */
+void middlebox_fix_checksums(unsigned char *packet, uint32_t len);
+
 struct stats {
     uint64_t packets;           /* packet messages read */
     uint64_t on_time_verdicts;  /* accepted at their due time (lateness measured) */
@@ -162,7 +186,10 @@ struct stats {
     uint64_t verdict_errors;    /* NLMSG_ERROR answers to our verdicts */
     uint64_t recorded;          /* packets written to --record's file */
     uint64_t implausible_stamps; /* send stamps not trusted (see MAX_SEND_LAG_NS) */
-    uint64_t dropped;           /* packets dropped by a plan (--control) */
+    uint64_t dropped;           /* packets dropped by a plan or the middlebox (--control) */
+    uint64_t middlebox_dropped; /* of those, by the middlebox (middlebox.c) */
+    uint64_t mangled;           /* packets the middlebox rewrote */
+    uint64_t middlebox_unparsed; /* SYNs it could not read, passed as they were */
     uint32_t max_depth;
     int64_t late_max_ns;
     uint64_t hist_over;         /* lateness >= HIST_BINS us */
@@ -213,6 +240,7 @@ struct handler {
     struct recorder *rec; /* rec->fd < 0: not recording */
     struct recorder *drop_rec; /* the packets dropped, stamped when sent; fd < 0: none */
     struct drop_plan *plan; /* plan->active false: nothing is dropped */
+    struct middlebox *mb;   /* mb->mode MB_NONE: nothing is judged */
     int64_t delay_ns;
     bool stopping; /* the shutdown batch went out: what is read now is accepted by it */
     int64_t realtime_minus_monotonic_ns; /* to read a packet's send stamp (NFQA_TIMESTAMP) */
@@ -234,6 +262,8 @@ int send_verdict(struct nl *n, uint32_t id, bool batch);
 
 /* NF_DROP packet id.  Returns 0 or an errno. */
 int send_drop_verdict(struct nl *n, uint32_t id);
+
+int send_verdict_payload(struct nl *n, uint32_t id, const unsigned char *packet, uint32_t len);
 
 /*
  * Read one datagram without blocking and handle it: packets are held,
