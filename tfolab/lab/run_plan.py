@@ -41,7 +41,7 @@ def for_real(lab_plan: LabPlan, backend: str) -> RunPlan:
         raise UserError(
             f"unknown backend {backend!r}", f"pick one of: {', '.join(BACKEND_CHOICES)}"
         )
-    drops = any(p.config.drop for p in lab_plan.scenarios)
+    drops = any(p.config.drop or p.config.middlebox != "none" for p in lab_plan.scenarios)
     delayer = native.optional_executable("tfo-delay")
     likely = likely_backend(backend, lab_plan.delay_ms, delayer, drops=drops)  # type: ignore[arg-type]
     SlotTable.open()  # the machine-wide measurement slots are usable (and agree on N)

@@ -48,12 +48,13 @@ def main() -> int:
                 netns.set_loopback(True)
                 heads, heads_note = _measure_skb_heads(job)
                 realtime, scheduling = priority.realtime_permitted()
-                drops = any(s.config.drop for s in job.scenarios)
+                drops = any(s.config.drop or s.config.middlebox != "none" for s in job.scenarios)
                 delay = install_delay(job.backend, job.delay_ms, delayer, record=True, drops=drops)  # type: ignore[arg-type]
                 turn.dismantle_at_end(delay.stop)
                 network = LabNetwork(delay.backend, delay.delay_ms, server)
                 network.delayer_pid = None if delay.delayer is None else delay.delayer.pid
                 network.plan_drops = delay.plan_drops if delay.drops_packets else None
+                network.set_middlebox = delay.set_middlebox if delay.drops_packets else None
                 capture_off = _open_capture(network, turn, delay)
                 if capture_off and any(s.config.replay_syn for s in job.scenarios):
                     # Before any scenario measures: the replay resends a captured SYN.

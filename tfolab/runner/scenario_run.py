@@ -67,6 +67,8 @@ class LabNetwork:
     delayer_pid: int | None = None  # tfo-delay's, where the backend is NFQUEUE
     # tells the delayer which packets of the next connection to a port to drop
     plan_drops: Callable[[int, tuple[Drop, ...]], None] | None = None
+    # tells the delayer what middlebox stands on the path to and from a port
+    set_middlebox: Callable[[int, str], None] | None = None
 
     def empty_cookie_cache(self) -> str | None:
         """Flush the cookie cache and move to a fresh destination; a note if it could not flush.
@@ -183,6 +185,14 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             native.run_client(_warm_up_options(config, network.destination, server.port)),
             "warm-up exchange",
         )
+        if config.middlebox != "none":  # from here on: the model's warm-up connection too
+            if network.set_middlebox is None:
+                raise UserError(
+                    f"the middlebox setting needs the NFQUEUE delayer, and this run's backend "
+                    f"is {network.backend}",
+                    "use --backend nfqueue",
+                )
+            network.set_middlebox(server.port, config.middlebox)
         uses_fastopen = config.client_fastopen != "off"
         if uses_fastopen and config.cookie_cache in ("flush", "warm"):
             note = network.empty_cookie_cache()

@@ -83,13 +83,16 @@ def likely_backend(
 def _dropping_backend(choice: BackendChoice, delayer: str | None) -> Backend:
     if choice in ("netem", "none"):
         raise UserError(
-            f"--backend {choice} cannot lose packets: the drop setting needs the bundled "
-            "NFQUEUE delayer, which drops them by their order (on netem it is not built yet)",
+            f"--backend {choice} cannot lose packets: the drop and middlebox settings need "
+            "the bundled NFQUEUE delayer, which drops (or rewrites) them by their order and "
+            "content (on netem it is not built yet)",
             "use --backend nfqueue (or auto)",
         )
     why = NFQUEUE.unavailable(delayer)
     if why:
-        raise UserError(f"the drop setting needs the NFQUEUE delayer: {why}", NFQUEUE.fix)
+        raise UserError(
+            f"the drop and middlebox settings need the NFQUEUE delayer: {why}", NFQUEUE.fix
+        )
     return NFQUEUE.name
 
 

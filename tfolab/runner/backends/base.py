@@ -82,23 +82,33 @@ class InstalledDelay:
     def plan_drops(self, server_port: int, drops: tuple[Drop, ...]) -> None:
         """Tell the delayer which packets of the next connection to `server_port` to drop
         (native/delay/drop.c: counted from that connection's first SYN)."""
+        listed = ",".join(f"{d.sender}:{d.index}" for d in drops) or "-"
+        self._say(f"DROP {server_port} {listed}", "DROPPING", "drop plan")
+
+    def set_middlebox(self, server_port: int, mode: str) -> None:
+        """Tell the delayer what middlebox stands on the path to and from `server_port`
+        from now on (native/delay/middlebox.c): none, drop-syn-data, strip-tfo-option
+        or drop-tfo-syn."""
+        self._say(f"MIDDLEBOX {server_port} {mode}", f"MIDDLEBOX {mode}", "middlebox")
+
+    def _say(self, line: str, expected: str, what: str) -> None:
+        """One control line to the delayer, and its answer checked."""
         delayer = self.delayer
         if delayer is None or delayer.stdin is None or delayer.stdout is None:
             raise UserError(
-                "this delay backend cannot drop packets", "use --backend nfqueue for drop"
+                f"this delay backend cannot act as a {what}", "use --backend nfqueue"
             )
-        listed = ",".join(f"{d.sender}:{d.index}" for d in drops) or "-"
         try:
-            delayer.stdin.write(f"DROP {server_port} {listed}\n")
+            delayer.stdin.write(line + "\n")
             delayer.stdin.flush()
             answer = read_line(delayer.stdout.fileno(), PLAN_TIMEOUT_S).decode().strip()
         except (OSError, TimeoutError, EOFError) as err:
             raise UserError(
-                f"the NFQUEUE delayer did not take the drop plan ({type(err).__name__})",
+                f"the NFQUEUE delayer did not take the {what} line ({type(err).__name__})",
                 "run `tfolab doctor`; if it persists, report it",
             ) from None
-        if answer != "DROPPING":
-            raise UserError(f"the NFQUEUE delayer refused the drop plan: {answer}")
+        if answer != expected:
+            raise UserError(f"the NFQUEUE delayer refused the {what} line: {answer}")
 
     def stop(self) -> str:
         """Stop the delayer (if any) and close the records; its statistics line, or ""."""
