@@ -40,6 +40,10 @@ HEADLINES: dict[tuple[str, str], list[tuple[int, int, int]]] = {
     ("fastopen", "large-data"): [_4D] * 2,
     ("fastopen", "no-cookie"): [_2D] * 2,
     ("fastopen", "replay"): [_2D] * 2,
+    # the SYN-data lost: the bare SYN after the timer, then SYN-ACK, data, answer
+    ("fastopen", "syn-data-lost"): [(4, 0, 1), _2D],
+    ("fastopen", "middlebox-drops-syn-data"): [(4, 0, 1)] * 2,
+    ("fastopen", "middlebox-strips-option"): [_4D] * 2,
     ("delack", "nagle"): [_4D] + [_4D_DELACK] * 4,
     ("delack", "nodelay"): [_2D] * 5,
     ("delack", "single-write"): [_2D] * 5,
