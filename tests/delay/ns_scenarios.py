@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from tfolab.runner.backends.nfqueue import delayer_args
 from tfolab.runner.backends.nfrule import RuleRefused, install_rule
@@ -389,6 +390,86 @@ def scenario_drop(args: argparse.Namespace) -> dict:
     }
 
 
+def _tfo_exchange(listener: socket.socket) -> float:
+    """One Fast Open connection (sendto with MSG_FASTOPEN: data in the SYN where a cookie
+    is cached, else a cookie request), its request echoed; ms from sendto to the echo."""
+    client = socket.socket()  # blocking: sendto waits for the handshake (a timeout would
+    t0 = time.monotonic_ns()  # make it non-blocking, and MSG_FASTOPEN answer EINPROGRESS)
+    client.sendto(b"ping", socket.MSG_FASTOPEN, listener.getsockname())
+    client.settimeout(5)
+    server, _ = listener.accept()
+    server.settimeout(5)
+    server.send(server.recv(64))
+    client.recv(64)
+    took = ms_since(t0)
+    client.close()
+    server.close()
+    return took
+
+
+def _tcpext(name: str) -> int:
+    lines = Path("/proc/net/netstat").read_text().splitlines()
+    for header, values in zip(lines[::2], lines[1::2], strict=False):
+        if header.startswith("TcpExt:"):
+            return dict(zip(header.split()[1:], map(int, values.split()[1:]), strict=False))[name]
+    return 0
+
+
+def scenario_middlebox(args: argparse.Namespace) -> dict:
+    """--control "MIDDLEBOX PORT MODE", with Fast Open on in this namespace: bad lines
+    refused; strip-tfo-option lets a cookie request through without its option (the
+    server counts no cookie request; the connection works, so both checksums are right);
+    drop-tfo-syn drops the cookie request (connect pays the SYN timer); with a cookie
+    learnt under none, drop-syn-data drops the SYN-data (the SYN timer again)."""
+    add_rule("tcp")
+    Path("/proc/sys/net/ipv4/tcp_fastopen").write_text("3\n")  # this namespace's only
+    dropped = os.memfd_create("dropped")
+    delayer = Delayer(
+        args.binary,
+        args.delay_ms,
+        extra=("--control", "--drop-record-fd", str(dropped)),
+        pass_fds=(dropped,),
+        control=True,
+    )
+    if not delayer.ready:
+        return {"error": "delayer not ready", **delayer.stop()}
+    listener = listener_socket()
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_FASTOPEN, 16)
+    port = listener.getsockname()[1]
+    answers = [
+        delayer.say(line)
+        for line in (
+            f"MIDDLEBOX {port} drop-everything",
+            "MIDDLEBOX 0 none",
+            f"MIDDLEBOX {port}",
+            f"MIDDLEBOX {port} strip-tfo-option",
+        )
+    ]
+    reqd_before = _tcpext("TCPFastOpenCookieReqd")
+    stripped_ms = _tfo_exchange(listener)
+    reqd_stripped = _tcpext("TCPFastOpenCookieReqd") - reqd_before
+    answers.append(delayer.say(f"MIDDLEBOX {port} drop-tfo-syn"))
+    dropped_request_ms = _tfo_exchange(listener)
+    answers.append(delayer.say(f"MIDDLEBOX {port} none"))
+    learnt_ms = _tfo_exchange(listener)  # a cookie request answered: the cookie cached
+    fast_ms = _tfo_exchange(listener)  # SYN-data through
+    answers.append(delayer.say(f"MIDDLEBOX {port} drop-syn-data"))
+    dropped_data_ms = _tfo_exchange(listener)
+    listener.close()
+    stopped = delayer.stop()
+    os.close(dropped)
+    return {
+        "answers": answers,
+        "stripped_ms": stripped_ms,
+        "cookie_requests_seen_stripped": reqd_stripped,
+        "dropped_request_ms": dropped_request_ms,
+        "learnt_ms": learnt_ms,
+        "fast_ms": fast_ms,
+        "dropped_data_ms": dropped_data_ms,
+        **stopped,
+    }
+
+
 def scenario_probe(args: argparse.Namespace) -> dict:
     """Can this machine run the others: the rule installs and the delayer binds."""
     add_rule("tcp")
@@ -405,6 +486,7 @@ SCENARIOS = {
     "overflow": scenario_overflow,
     "record": scenario_record,
     "drop": scenario_drop,
+    "middlebox": scenario_middlebox,
 }
 
 

@@ -46,6 +46,9 @@ STATS_KEYS = {
     "recorded",
     "implausible_stamps",
     "dropped",
+    "middlebox_dropped",
+    "mangled",
+    "middlebox_unparsed",
 }
 
 
@@ -270,9 +273,38 @@ def test_sanitized_build_runs_clean(tfo_delay_sanitized: str) -> None:
         run_in_netns("release", tfo_delay_sanitized, "--delay-ms", "3000", env=env),
         run_in_netns("record", tfo_delay_sanitized, "--delay-ms", "5", env=env),
         run_in_netns("drop", tfo_delay_sanitized, "--delay-ms", "5", env=env),
+        run_in_netns("middlebox", tfo_delay_sanitized, "--delay-ms", "5", env=env),
     ]
     for run in runs:
         assert run["returncode"] == 0, run["stderr"]
         for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error", "UndefinedBehavior"):
             assert marker not in run["stderr"], run["stderr"]
         assert run["stats"] is not None
+
+
+def test_a_middlebox_drops_or_rewrites_fast_open_syns(tfo_delay: str) -> None:
+    """--control "MIDDLEBOX PORT MODE" (native/delay/middlebox.c), for real: a bad line is
+    refused with its reason; strip-tfo-option takes the option out, so the server never
+    sees a cookie request and the connection (rewritten, both checksums computed again)
+    works at the delay's pace; drop-tfo-syn and drop-syn-data each cost the SYN timer."""
+    delay_ms = 5.0
+    run = run_in_netns("middlebox", tfo_delay, "--delay-ms", str(delay_ms))
+    assert run["returncode"] == 0, run["stderr"]
+    assert run["answers"] == [
+        "REFUSED the mode is not none, drop-syn-data, strip-tfo-option or drop-tfo-syn",
+        "REFUSED the port is not 1..65535",
+        "REFUSED the port is not 1..65535",
+        "MIDDLEBOX strip-tfo-option",
+        "MIDDLEBOX drop-tfo-syn",
+        "MIDDLEBOX none",
+        "MIDDLEBOX drop-syn-data",
+    ]
+    assert run["cookie_requests_seen_stripped"] == 0
+    assert run["stripped_ms"] < 1000.0  # 4D: a plain handshake, nothing lost
+    assert run["dropped_request_ms"] > 1000.0  # the cookie request dropped: the SYN timer
+    assert run["learnt_ms"] < 1000.0 and run["fast_ms"] < 1000.0
+    assert run["dropped_data_ms"] > 1000.0  # the SYN-data dropped: the SYN timer
+    stats = run["stats"]
+    assert stats["mangled"] == 1  # the cookie request (its SYN-ACK had no option to take)
+    assert stats["middlebox_dropped"] == 2 and stats["dropped"] == 2
+    assert stats["middlebox_unparsed"] == 0
