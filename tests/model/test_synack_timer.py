@@ -17,6 +17,7 @@ from tfolab.model.handshake import tsecr_sample_ns
 from tfolab.model.rcv_space import receive_memory_for
 from tfolab.model.scenario import parse_settings
 from tfolab.model.simulation import (
+    QUARTERS_PER_TICK,
     WHEEL_LEVEL1_TICKS,
     ModelInputError,
     other_buckets,
@@ -37,7 +38,7 @@ def _sim(delay_ms: float, offset: int = 0, *, drop: str = "", iterations: int = 
         iterations=iterations,
         hz=250,
         receive_memory=receive_memory_for(LINUX_6_18, 131072, 6291456),
-        wheel_offsets=((1, offset),) if offset else (),
+        wheel_offsets=((1, offset * QUARTERS_PER_TICK),) if offset else (),
     )
 
 
@@ -128,9 +129,38 @@ def test_the_synack_timer_doubles_on_the_grid() -> None:
 
 
 def test_other_buckets_tries_each_other_position_of_a_racing_connection() -> None:
+    """Whole ticks first (each bucket edge), then every quarter tick (which jiffy an
+    arrival sees): 31 other positions, in quarter ticks."""
     sim = _sim(600)
-    others = list(other_buckets(sim, 1))
-    assert [o.wheel_offsets for o in others] == [((1, k),) for k in range(1, 8)]
+    others = [o.wheel_offsets for o in other_buckets(sim, 1)]
+    assert others[:7] == [((1, 4 * k),) for k in range(1, 8)]
+    assert sorted(others) == [((1, q),) for q in range(1, 32)]
+
+
+def test_where_the_ticks_fall_can_decide_the_race_too() -> None:
+    """D = 956.71 ms is 239.18 ticks: the server's timer is armed 239 or 240 ticks after
+    the client's, as the SYN's arrival falls in its tick. Fuzzer seed 5382 met the kernel's
+    timer first on a transfer's fourth connection, where the model, at its own tick
+    phase, had no whole-tick position for it: quarter ticks do."""
+    config = find_lab("transfer").scenario("first-flight").config
+    config = config.with_typed(parse_settings({"msg_more": "true", "single_write": "false"}))
+    sim = simulate(
+        config,
+        one_way_delay_ms=956.71,
+        iterations=4,
+        receive_memory=receive_memory_for(LINUX_6_18, 131072, 6291456),
+    )
+
+    def server_timer_first(s: Simulation) -> bool:
+        return any(
+            isinstance(e, Timer) and e.action == "fired" and e.side == "server"
+            for e in s.events
+            if e.connection == 4
+        )
+
+    assert 4 in sim.wheel_races and not server_timer_first(sim)
+    first = [o.wheel_offsets for o in other_buckets(sim, 4) if server_timer_first(o)]
+    assert first == [((4, 3),), ((4, 5),), ((4, 6),)]  # quarter ticks, no whole one
 
 
 def test_a_retransmission_samples_the_rtt_from_its_tsecr_in_whole_milliseconds() -> None:

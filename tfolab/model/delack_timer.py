@@ -193,7 +193,7 @@ def arm(
 ) -> None:
     """Arm the delayed-ACK timer for jiffies `expiry` (inet_csk_reset_xmit_timer, DACK)."""
     env = sock.env
-    fire_ns = env.clock.timer_fires_at(expiry, now)
+    fire_ns = sock.timer_fires_at(expiry, now)
     if fire_ns == sock.delack_fire_ns:
         return
     wait_ms = (fire_ns - now) / 1e6

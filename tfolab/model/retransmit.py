@@ -55,7 +55,7 @@ def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
     env = sock.env
     rto = synack_rto_jiffies(sock)
     expires = sock.jiffies(now) + rto
-    fire_ns = env.clock.timer_fires_at(expires, now)
+    fire_ns = sock.timer_fires_at(expires, now)
     armed = sock.timer(
         now,
         fire_ns,

@@ -53,9 +53,11 @@ PREDICTED_COUNTERS = (
     "TCPTimeouts",  # every expiry: tcp_retransmit_timer, reqsk_timer_handler (synack_timer.py)
 )
 DEFAULT_ACCURACY = Accuracy()
-# kernel/time/timer.c: a level-1 bucket is 8 ticks (LVL_CLK_SHIFT 3); the offsets
-# other_buckets tries, which decide every race between level-1 timers and arrivals
+# kernel/time/timer.c: a level-1 bucket is 8 ticks (LVL_CLK_SHIFT 3); other_buckets
+# tries each whole-tick offset within one, then each quarter of a tick as well (where
+# the tick edges fall against the connection's start moves which jiffy an arrival sees)
 WHEEL_LEVEL1_TICKS = 8
+QUARTERS_PER_TICK = 4
 # The GSO-size race's other outcomes (slower_pacings): the senders' tcp_tso_autosize with
 # a quarter, half, and all of the round-trip excess (Env.rtt_excess_ns) added to srtt
 PACING_EXCESS_SHARES = (4, 2, 1)
@@ -333,13 +335,16 @@ def held_pages(sim: Simulation) -> Iterator[Simulation]:
 
 def other_buckets(sim: Simulation, connection: int) -> Iterator[Simulation]:
     """The same simulation with `connection`'s timer-wheel buckets shifted by each other
-    number of ticks within a level-1 bucket (WHEEL_LEVEL1_TICKS), the rest kept: where
-    an arrival met a timer inside its bucket (Simulation.wheel_races), which comes
-    first depends on where the bucket's edges sit. Each is a whole simulation; none
-    that leaves the model's domain."""
+    number of ticks within a level-1 bucket (WHEEL_LEVEL1_TICKS), then by each quarter
+    tick too, the rest kept: where an arrival met a timer inside its bucket
+    (Simulation.wheel_races), which comes first depends on where the bucket's edges
+    sit, and on which jiffy each arrival sees. Each is a whole simulation; none that
+    leaves the model's domain."""
     kept = tuple((c, o) for c, o in sim.wheel_offsets if c != connection)
     current = dict(sim.wheel_offsets).get(connection, 0)
-    for offset in range(WHEEL_LEVEL1_TICKS):
+    whole = [ticks * QUARTERS_PER_TICK for ticks in range(WHEEL_LEVEL1_TICKS)]
+    parts = [q for q in range(WHEEL_LEVEL1_TICKS * QUARTERS_PER_TICK) if q not in whole]
+    for offset in whole + parts:
         if offset == current:
             continue
         offsets = tuple(sorted((*kept, (connection, offset)) if offset else kept))

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tfolab.model.burst import Burst
+from tfolab.model.clock import JiffyClock
 from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
 from tfolab.model.events import Side, TimerAction
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
@@ -360,17 +361,26 @@ class TcpSock:
         return self.delack_fire_ns
 
     # ------------------------------------------------------------ time
+    @property
+    def clock(self) -> JiffyClock:
+        """The jiffies clock this socket's connection sees (Env.clock_of)."""
+        return self.env.clock_of(self.connection)[0]
+
     def jiffies(self, now: int) -> int:
-        return self.env.clock.jiffies(now)
+        return self.clock.jiffies(now)
+
+    def timer_fires_at(self, expires: int, now: int) -> int:
+        """When a timer this socket sets now for jiffies `expires` runs (clock.py)."""
+        clock, offset = self.env.clock_of(self.connection)
+        return clock.timer_fires_at(expires, now, offset)
 
     def wheel_timer(self, now: int, expires: int) -> tuple[int, int]:
         """A timer-wheel timer set now for jiffies `expires`: when it fires (its
-        connection's buckets, Env.wheel_offsets) and its bucket's width in ticks,
+        connection's ticks and buckets, Env.clock_of) and its bucket's width in ticks,
         remembered for note_wheel_race (a pushed timer too: its old bucket was one
         the arrival could have met)."""
-        clock = self.env.clock
-        offset = self.env.wheel_offsets.get(self.connection, 0)
-        fire_ns = clock.timer_fires_at(expires, now, offset)
+        clock = self.clock
+        fire_ns = self.timer_fires_at(expires, now)
         width = clock.wheel_granularity(expires, now)
         self.wheel_deadlines.append((fire_ns, width))
         return fire_ns, width

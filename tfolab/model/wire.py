@@ -119,12 +119,28 @@ class Env:
     # in a segment's fragments, in the order first seen (output._note_page_race)
     pages_held: frozenset[PageWrite] = frozenset()
     page_races: list[PageWrite] = field(default_factory=list)
-    # where each connection's timer-wheel buckets sit (clock.py: the real jiffies
-    # counter is the model's plus this; 0 unless given), and the connections where an
-    # arrival met a level-1 timer inside its bucket, in the order first seen: a race
-    # the bucket decides (simulation.other_buckets)
+    # where each connection's ticks and timer-wheel buckets sit, in quarter ticks
+    # (clock_of; 0 unless given), and the connections where an arrival met a level-1
+    # timer inside its bucket, in the order first seen: a race the bucket decides
+    # (simulation.other_buckets)
     wheel_offsets: dict[int, int] = field(default_factory=dict)
     wheel_races: list[int] = field(default_factory=list)
+    _clocks: dict[int, tuple[JiffyClock, int]] = field(default_factory=dict)
+
+    def clock_of(self, connection: int) -> tuple[JiffyClock, int]:
+        """The jiffies clock `connection` sees, and its wheel offset in ticks: its
+        Env.wheel_offsets entry, in quarter ticks, moves the tick edges by the quarters
+        and the wheel's buckets by the whole ticks. The real counter's value and where
+        its edges fall against a connection's start are both unknown (clock.py)."""
+        found = self._clocks.get(connection)
+        if found is None:
+            quarters = self.wheel_offsets.get(connection, 0)
+            clock = self.clock
+            if quarters % 4:
+                shift = round(clock.tick_ns * (quarters % 4) / 4)
+                clock = JiffyClock(clock.hz, (clock.phase_ns + shift) % round(clock.tick_ns))
+            found = self._clocks[connection] = (clock, quarters // 4)
+        return found
 
     def wheel_race(self, connection: int) -> None:
         """An arrival met one of `connection`'s timers inside its wheel bucket."""
