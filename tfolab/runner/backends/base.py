@@ -95,9 +95,7 @@ class InstalledDelay:
         """One control line to the delayer, and its answer checked."""
         delayer = self.delayer
         if delayer is None or delayer.stdin is None or delayer.stdout is None:
-            raise UserError(
-                f"this delay backend cannot act as a {what}", "use --backend nfqueue"
-            )
+            raise UserError(f"this delay backend cannot act as a {what}", "use --backend nfqueue")
         try:
             delayer.stdin.write(line + "\n")
             delayer.stdin.flush()
