@@ -92,7 +92,7 @@ def test_start_screen(snap_compare, make_app) -> None:
     assert "Real runs: on (root, a private network namespace per run)" in text
     for lab in ("The three-way handshake", "TCP Fast Open", "Delayed ACK meets Nagle"):
         assert lab in text
-    for scenario in ("cookie-request", "invalid-cookie", "nagle", "quickack"):
+    for scenario in ("cookie-request", "invalid-cookie", "syn-data-lost", "nagle"):
         assert f"── {scenario}  " in text
     assert "With D = 10 ms, when does connect() return?" in text
     assert_no_model_time(text)  # predict first: the answers are not on the start screen
