@@ -105,7 +105,7 @@ def test_only_the_first_timer_spreads_over_its_bucket() -> None:
     packets and the host."""
     sim = _sim("client:1,client:2")
     fired = [e for e in sim.events if isinstance(e, Timer) and e.action == "fired"]
-    assert [t.spread_ticks for t in fired if t.name == "rto"] == [8, 1]
+    assert [t.spread_ticks for t in fired if t.name == "syn"] == [8, 1]
     [prediction] = sim.predictions
     assert prediction.tolerance_ms == pytest.approx(9 * 4.0 + 4 * 0.2 + 0.5)
 

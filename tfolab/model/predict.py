@@ -28,7 +28,12 @@ from dataclasses import asdict, dataclass
 from tfolab.model.events import Event, Segment, Timer
 
 # how a fired timer on a critical path is named in its steps
-TIMER_NAMES = {"delack": "delayed-ACK timer", "rto": "retransmission timer"}
+TIMER_NAMES = {
+    "delack": "delayed-ACK timer",
+    "rto": "retransmission timer",
+    "syn": "SYN timer",
+    "synack": "SYN-ACK timer",
+}
 
 
 @dataclass
@@ -58,7 +63,7 @@ class IterationPrediction:
     path: tuple[int, ...] = ()  # event ids from start to end
     # what the path is made of, in words: each segment's and each fired timer's
     steps: tuple[str, ...] = ()
-    # the fired timers on the path, by name ("delack", "rto"), in path order
+    # the fired timers on the path, by name ("delack", "rto", "syn", "synack"), in path order
     timer_names: tuple[str, ...] = ()
 
     @property

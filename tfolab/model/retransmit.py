@@ -75,14 +75,21 @@ def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
 
 
 def expired(
-    sock: TcpSock, now: int, explanation: str, caused_by: int, *, spread_ticks: int = 1
+    sock: TcpSock,
+    now: int,
+    explanation: str,
+    caused_by: int,
+    *,
+    spread_ticks: int = 1,
+    name: str = "rto",
 ) -> int:
-    """tcp_retransmit_timer runs: the fired timer drawn, and TCPTimeouts counted, as at
-    every expiry (6.1 and 6.18). Returns the Timer's id."""
+    """A retransmission timer runs (tcp_retransmit_timer, or reqsk_timer_handler for a
+    request's SYN-ACK): the fired timer drawn under `name` ("rto", "syn", "synack"), and
+    TCPTimeouts counted, as at every expiry (6.1 and 6.18). Returns the Timer's id."""
     fired = sock.timer(
         now,
         now,
-        name="rto",
+        name=name,
         action="fired",
         explanation=explanation,
         cause="the timer expired",

@@ -67,6 +67,7 @@ def _fire(
         f"at the end of a {width}-tick bucket of the timer wheel",
         syn_event,
         spread_ticks=spread,
+        name="syn",
     )
     plan = sock.syn_plan
     if timeouts == 2 and (sock.syn_data or (plan is not None and plan.tfo_attempted)):

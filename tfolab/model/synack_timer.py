@@ -92,6 +92,7 @@ def _fire(
         f"it fires at the end of a {width}-tick bucket of the timer wheel",
         caused_by,
         spread_ticks=spread,
+        name="synack",
     )
     if request.num_timeout >= TCP_SYNACK_RETRIES:
         sock.env.beyond_domain.append(

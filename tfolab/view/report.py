@@ -95,12 +95,16 @@ def path_words(prediction: IterationPrediction) -> str:
     """
     hops = prediction.packets_on_path
     words = f"{hops // 2} RTT" if hops % 2 == 0 else f"{hops}D"
-    delacks = prediction.timer_names.count("delack")
-    timeouts = len(prediction.timer_names) - delacks
-    if delacks:
-        words += " + delayed ACK" if delacks == 1 else f" + {delacks} delayed ACKs"
-    if timeouts:
-        words += " + retransmission timeout" if timeouts == 1 else f" + {timeouts} timeouts"
+    names = prediction.timer_names
+    for name, one, many in (
+        ("delack", "delayed ACK", "delayed ACKs"),
+        ("syn", "SYN timeout", "SYN timeouts"),
+        ("synack", "SYN-ACK timeout", "SYN-ACK timeouts"),
+        ("rto", "retransmission timeout", "retransmission timeouts"),
+    ):
+        count = names.count(name)
+        if count:
+            words += f" + {one}" if count == 1 else f" + {count} {many}"
     return words
 
 
