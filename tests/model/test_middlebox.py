@@ -17,7 +17,7 @@ from tfolab.lab.catalog import find_lab
 from tfolab.model import Segment, Simulation
 from tfolab.model.path import Path
 from tfolab.model.scenario import SettingError, parse_settings
-from tfolab.model.simulation import simulate
+from tfolab.model.simulation import ModelInputError, simulate
 
 
 def _sim(scenario: str, middlebox: str, iterations: int = 2, **settings: str) -> Simulation:
@@ -98,3 +98,10 @@ def test_a_middlebox_that_drops_tfo_syns_delays_a_cookie_request_by_a_timeout() 
     lost, again = _client_syns(sim, 1)
     assert lost.lost and lost.cookie is not None and again.cookie is None and not again.lost
     assert sim.counters["TCPTimeouts"] == 1
+
+
+def test_a_middlebox_does_not_combine_with_a_replay() -> None:
+    """Fuzzer seed 5384: the replayed SYN-data crossed a drop-syn-data middlebox too, and
+    the run had no replay to time (an internal error then); refused up front now."""
+    with pytest.raises(ModelInputError, match="does not combine with replay_syn"):
+        _sim("replay", "drop-syn-data", iterations=2)

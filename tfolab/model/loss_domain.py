@@ -4,6 +4,8 @@ Rules:
 - The model follows the loss of the client's SYN (syn_timer.py); a drop that
   lands on another segment is refused while the model runs, with its reason
   (output._check_loss). The refusals here need no run:
+- a middlebox stands between the replayed SYN and the server too, so it does
+  not combine with replay_syn;
 - the runner gives the delayer one plan per iteration's connection, so a drop
   needs fresh connections (a kept connection's iterations are rounds of one
   connection) and no replay (the replayed SYN is no client's connection);
@@ -22,7 +24,13 @@ from tfolab.model.scenario import ScenarioConfig
 def drop_refusal(
     config: ScenarioConfig, iterations: int, client_message: int, mss: int
 ) -> str | None:
-    """Why the model cannot follow this scenario's drops; None if it can (or none are set)."""
+    """Why the model cannot follow this scenario's drops or middlebox; None if it can (or
+    neither is set)."""
+    if config.middlebox != "none" and config.replay_syn:
+        return (
+            f"middlebox={config.middlebox} does not combine with replay_syn: the replayed "
+            "Fast Open SYN crosses the same middlebox, which the replay does not follow"
+        )
     if not config.drop:
         return None
     named = ",".join(drop.label() for drop in config.drop)
