@@ -8,27 +8,10 @@ namespace or no NFQUEUE delayer.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
-from tests.environment import require_or_skip
-from tests.timing import check_bands, check_exit, check_packets
-
-
-def _run(*args: str, lab: str = "handshake", scenario: str = "plain") -> dict[str, object]:
-    done = run_tfolab("run", lab, "--scenario", scenario, *args, "--json")
-    if done.returncode == 2 and "NFQUEUE" in done.stderr:
-        require_or_skip("NFQUEUE delayer", done.stderr.strip())
-    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr
-    report = json.loads(done.stdout)
-    assert report["backend"] == "nfqueue"  # the one backend that drops by order
-    [scenario] = report["scenarios"]
-    check_packets([scenario])
-    check_bands([scenario])
-    check_exit(done)
-    return scenario
+from tests.labs.lossy_runs import lossy_run as _run
 
 
 @TIMING

@@ -9,7 +9,7 @@ namespace or no NFQUEUE delayer.
 from __future__ import annotations
 
 from tests.conftest import TIMING, LabMachine
-from tests.labs.test_lost_syn_real import _run
+from tests.labs.lossy_runs import lossy_run as _run
 
 
 def _client_syns(scenario: dict[str, object]) -> list[dict[str, object]]:
