@@ -159,7 +159,10 @@ def segment_bands(
     Each fired timer on it adds a tick (the jiffies phase), each segment the
     backend's per-packet error (the segment's own one included), and the
     host overhead is added once. A fired timer further back adds its ticks too
-    where the start is not downstream of it: the start does not move with it.
+    where the start is not downstream of it: the start does not move with it; and
+    for a segment the start does not lead to, so do the timers on the start's own
+    path that are not on the segment's: the segment does not move with them (in
+    all, the timers on either path after where the two meet).
     """
     by_id = {e.id: e for e in events}
     starts = {p.i: by_id[p.path[0]].time_ms for p in predictions if p.path}
@@ -171,6 +174,16 @@ def segment_bands(
             continue
         start = starts.get(event.iteration, 0.0)
         segments = timers = 0
+        own = _ancestors(event, by_id)
+        start_path = shared.get(event.iteration, set())
+        if start_path and not start_path <= own:
+            # a segment the start does not lead to (a SYN lost before the connection the
+            # iteration times): the start's own timers move the start against it
+            timers += sum(
+                _band_ticks(e)
+                for i in start_path - own
+                if isinstance(e := by_id[i], Timer) and e.action == "fired"
+            )
         current: Event | None = event
         while current is not None:
             if current.time_ms >= start:
