@@ -73,6 +73,14 @@ class Outcome:
         """A disagreement in time alone: every one a late arrival or a missed band."""
         return self.kind == "disagreed" and self.about_time_only
 
+    @property
+    def stolen_ms(self) -> float:
+        """How long the hypervisor took the machine's CPUs while the run measured (its
+        scenarios' steal_ms; 0 without a report)."""
+        scenarios = self.report.get("scenarios", []) if self.report else []
+        assert isinstance(scenarios, list)
+        return sum(float(s.get("steal_ms", 0.0)) for s in scenarios)
+
 
 # A captured segment's cost in CI's software-emulated VM: capture, decoding and the
 # comparison (6,666 rows of three 689,583-byte answers at MTU 576 took 132 s there)

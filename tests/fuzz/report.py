@@ -68,7 +68,12 @@ def explore(
         if repeated is not None:
             again = " (a timing-only miss, repeated)"
             repeats.append(
-                {"command": case.command(), "first": repeated.detail[:3], "then": outcome.kind}
+                {
+                    "command": case.command(),
+                    "first": repeated.detail[:3],
+                    "then": outcome.kind,
+                    "stolen_ms": repeated.stolen_ms,
+                }
             )
         print(f"{outcome.kind:9} {outcome.seconds:5.1f} s  {case.command()}{again}", flush=True)
         if not outcome.passed and outcome.kind != "unchecked":
@@ -132,7 +137,8 @@ def print_figures(figures: dict[str, object]) -> None:
     repeated = list(figures["timing_repeats"])  # type: ignore[call-overload]
     print(f"timing-only misses repeated: {len(repeated)}")
     for repeat in repeated:
-        print(f"  {repeat['command']} -> {repeat['then']}: {repeat['first'][0]}")
+        host = f" [the hypervisor took {repeat['stolen_ms']:.0f} ms]" if repeat["stolen_ms"] else ""
+        print(f"  {repeat['command']} -> {repeat['then']}: {repeat['first'][0]}{host}")
     print(f"ranges: {figures['ranges']}")
     realistic.print_ranges(dict(figures["field_ranges"]))  # type: ignore[call-overload]
     print("refused, by reason:")

@@ -37,9 +37,14 @@ def _check(case: Case, outcome: Outcome) -> None:
     small, small_outcome, runs = shrink(case, outcome)
     details = "\n    ".join(small_outcome.detail[:10])
     packets = "".join(f"\n  {line}" for line in kernel_lines(outcome))
+    host = (
+        f"\n  (the hypervisor took {outcome.stolen_ms:.0f} ms of the machine's CPUs as it ran)"
+        if outcome.stolen_ms
+        else ""
+    )
     pytest.fail(
         f"{outcome.kind}: {small.command()}\n  (shrunk in {runs} runs from: {case.command()})"
-        f"\n    {details}{packets}",
+        f"{host}\n    {details}{packets}",
         pytrace=False,
     )
 
@@ -55,7 +60,9 @@ def test_the_kernel_agrees_or_the_case_is_refused(
     outcome, repeated = run_judged(case)
     if repeated is not None:
         reruns.record(
-            request.node.nodeid, repeat_reason(case.command(), repeated.detail, outcome.kind)
+            request.node.nodeid,
+            repeat_reason(case.command(), repeated.detail, outcome.kind),
+            repeated.stolen_ms,
         )
     _check(case, outcome)
 
@@ -73,7 +80,7 @@ def test_a_larger_budget(delaying_machine: LabMachine, request: pytest.FixtureRe
     print_figures(figures)
     for repeat in figures["timing_repeats"]:  # type: ignore[attr-defined]
         reason = repeat_reason(repeat["command"], repeat["first"], repeat["then"])
-        reruns.record(request.node.nodeid, reason)
+        reruns.record(request.node.nodeid, reason, repeat["stolen_ms"])
     assert figures["cases"], f"no case ran within {budget} s"
     failures = figures["failures"]
     assert not failures, (

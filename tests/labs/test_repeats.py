@@ -34,9 +34,11 @@ def measured(
     waits_ms: dict[int, float] | None = None,
     mutate: Mutate | None = None,
     settings: dict[str, str] | None = None,
+    stolen_ms: float = 0.0,
 ) -> ScenarioResult:
     """A scenario measured as the model said, iterations `late_ms` late (their segments
-    with them), each having waited `waits_ms` for a CPU."""
+    with them), each having waited `waits_ms` for a CPU, the hypervisor having taken
+    `stolen_ms` of the machine's CPUs meanwhile."""
     result = predict(plan(find_lab(lab), scenario, 3, settings, delay_ms=10.0), hz=250)
     target = result.scenarios[0]
     sim = target.simulation
@@ -50,6 +52,7 @@ def measured(
         m.start_ms = starts[m.i] - starts[0]
         m.cpu_wait_ms = (waits_ms or {}).get(m.i, 0.0)
     target.cpu_wait_ms = sum((waits_ms or {}).values())
+    target.steal_ms = stolen_ms
     target.compare_packets()
     return target
 
@@ -70,6 +73,23 @@ def test_a_late_iteration_the_wait_explains_is_measured_again() -> None:
     unmeasured.cpu_wait_ms = None  # a runner that could not read it: no evidence
     assert disturbed(unmeasured) is None
     assert evidence.to_json()["cpu_wait_ms"] == 7.5
+
+
+def test_a_miss_the_hypervisor_s_steal_explains_is_measured_again() -> None:
+    # a virtual machine paused by its host: no thread of the guest waited on a runqueue
+    scenario = measured(late_ms={2: 6.0}, waits_ms={2: 0.3}, stolen_ms=10.0)
+    evidence = disturbed(scenario)
+    assert evidence is not None and (evidence.cpu_wait_ms, evidence.steal_ms) == (0.3, 10.0)
+    assert "the hypervisor took 10 ms of the machine's CPUs" in evidence.words()
+    assert evidence.to_json()["steal_ms"] == 10.0
+    # the two together must cover the worst miss; neither alone needs to
+    assert disturbed(measured(late_ms={2: 6.0}, waits_ms={2: 3.0}, stolen_ms=3.0)) is not None
+    assert disturbed(measured(late_ms={2: 6.0}, waits_ms={2: 1.0}, stolen_ms=1.0)) is None
+    # and steal never makes an early time, or TCP, the machine's
+    assert disturbed(measured(late_ms={2: -6.0}, stolen_ms=50.0)) is None
+    counted = measured(late_ms={2: 6.0}, stolen_ms=50.0)
+    counted.counter_diff = ["TCPFastOpenActive +1, the model +0"]
+    assert disturbed(counted) is None
 
 
 def test_a_wait_shorter_than_the_miss_is_no_evidence() -> None:
@@ -113,5 +133,11 @@ def test_the_run_json_keeps_the_evidence() -> None:
     result.measured = True
     result.repeats.append(Repeat("plain", 2, 3.4, 7.5))
     assert result.to_json()["repeats"] == [
-        {"scenario": "plain", "iteration": 2, "missed_by_ms": 3.4, "cpu_wait_ms": 7.5}
+        {
+            "scenario": "plain",
+            "iteration": 2,
+            "missed_by_ms": 3.4,
+            "cpu_wait_ms": 7.5,
+            "steal_ms": 0.0,
+        }
     ]

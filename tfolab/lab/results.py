@@ -80,6 +80,8 @@ class ScenarioResult:
     app: dict[str, int] = field(default_factory=dict)
     # How long the lab's threads waited for a CPU over the measured part (None: not measured).
     cpu_wait_ms: float | None = None
+    # How long the hypervisor took the machine's CPUs meanwhile (steal, all CPUs).
+    steal_ms: float = 0.0
 
     def compare_packets(self) -> None:
         """The capture against the model (tfolab.lab.packets.compare); where the other order
@@ -126,6 +128,7 @@ class ScenarioResult:
                 data["app"] = dict(self.app)
             if self.cpu_wait_ms is not None:
                 data["cpu_wait_ms"] = round(self.cpu_wait_ms, 3)
+                data["steal_ms"] = round(self.steal_ms, 3)
         data["predicted_counters"] = dict(self.simulation.counters)
         data["predicted_app"] = dict(self.simulation.app)
         data["timeline"] = [event.to_json() for event in self.simulation.events]
@@ -141,19 +144,27 @@ class ScenarioResult:
 
 @dataclass(frozen=True)
 class Repeat:
-    """Why a scenario was measured again: its worst miss, and how long the lab's threads
-    waited for a CPU over its measured part (lab/repeats.py)."""
+    """Why a scenario was measured again: its worst miss, how long the lab's threads
+    waited for a CPU over its measured part, and how long the hypervisor took the
+    machine's CPUs meanwhile (lab/repeats.py)."""
 
     scenario: str
     iteration: int
     missed_by_ms: float
     cpu_wait_ms: float
+    steal_ms: float = 0.0
 
     def words(self) -> str:
+        stolen = (
+            f", and the hypervisor took {self.steal_ms:.0f} ms of the machine's CPUs"
+            if self.steal_ms
+            else ""
+        )
         return (
             f"{self.scenario} measured again: iteration {self.iteration} was "
             f"{self.missed_by_ms:.1f} ms late, and the lab's threads waited "
-            f"{self.cpu_wait_ms:.1f} ms for a CPU while it measured (the machine, not TCP)"
+            f"{self.cpu_wait_ms:.1f} ms for a CPU{stolen} while it measured "
+            "(the machine, not TCP)"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -162,6 +173,7 @@ class Repeat:
             "iteration": self.iteration,
             "missed_by_ms": round(self.missed_by_ms, 3),
             "cpu_wait_ms": round(self.cpu_wait_ms, 3),
+            "steal_ms": round(self.steal_ms, 3),
         }
 
 

@@ -179,7 +179,7 @@ class _ResultBuilder:
         if scenario is None:
             return
         scenario.counters = dict(event.counters)
-        scenario.cpu_wait_ms = event.cpu_wait_ms
+        scenario.cpu_wait_ms, scenario.steal_ms = event.cpu_wait_ms, event.steal_ms
         if event.app_accepted is not None and event.app_requests is not None:
             scenario.app = {"accepted": event.app_accepted, "requests": event.app_requests}
         scenario.counter_diff = counter_check.counter_diff(

@@ -9,6 +9,12 @@ Rules:
   is busy).
 - `LabThreads.waited_ns()` is their total so far; the difference across an
   iteration is what that iteration's packets may have waited on a runqueue.
+- A virtual machine's CPUs can wait too, for the host's: then no thread of
+  the guest is runnable-but-waiting, time just passes. The guest's kernel
+  counts that as steal (/proc/stat, the aggregate "cpu" line's eighth value,
+  in clock ticks: 10 ms at USER_HZ 100). `stolen_ns()` is the machine's total
+  so far, every CPU's: a lower resolution than schedstat, and not only the
+  lab's CPU, but the only figure inside the guest for a pause outside it.
   Nothing here judges it: the lab layer compares it with how far a measured
   time missed its band (tfolab.lab.repeats). A thread gone or unreadable
   counts nothing, so evidence can only be missing, never made up.
@@ -37,6 +43,18 @@ def _thread_waits_ns(pid: int | str) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def stolen_ns(stat: Path = PROC / "stat") -> int:
+    """The CPU time the hypervisor took from this machine so far, all CPUs (0 where the
+    kernel does not count it, or /proc/stat cannot be read)."""
+    try:
+        with stat.open() as lines:
+            first = lines.readline().split()
+        ticks = int(first[8]) if first and first[0] == "cpu" else 0
+    except (OSError, IndexError, ValueError):
+        return 0
+    return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 def softirq_threads() -> tuple[int, ...]:

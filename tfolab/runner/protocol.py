@@ -134,13 +134,15 @@ class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):
 class Counters(msgspec.Struct, frozen=True, tag="counters", tag_field="event"):
     """The TcpExt deltas of a scenario's measured part, what the server application did in it
     (connections it accepted, request lines it received; None: not known), and how long the
-    lab's threads waited for a CPU over the whole of it (runner/cpu_wait.py)."""
+    lab's threads waited for a CPU over the whole of it, and how long the hypervisor took
+    this machine's CPUs meanwhile (steal; runner/cpu_wait.py)."""
 
     scenario: str
     counters: dict[str, int]
     app_accepted: int | None = None
     app_requests: int | None = None
     cpu_wait_ms: float = 0.0
+    steal_ms: float = 0.0
 
 
 class BenchProgress(msgspec.Struct, frozen=True, tag="bench_progress", tag_field="event"):

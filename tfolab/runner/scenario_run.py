@@ -39,7 +39,7 @@ from tfolab.runner.capture import (
     pcap_frames,
 )
 from tfolab.runner.capture_delayer import DelayerCapture
-from tfolab.runner.cpu_wait import LabThreads
+from tfolab.runner.cpu_wait import LabThreads, stolen_ns
 from tfolab.runner.protocol import (
     Captured,
     Counters,
@@ -207,7 +207,7 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
                 "run as root where AF_PACKET sockets are allowed (see `tfolab doctor`)",
             )
         threads = LabThreads.of(server.process.pid, network.delayer_pid)
-        waited_before = threads.waited_ns()
+        waited_before, stolen_before = threads.waited_ns(), stolen_ns()
         before = netstack.read_tcpext()
         app_before = server.stats()
         if network.capture is not None:
@@ -256,6 +256,7 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
         after = netstack.read_tcpext()
         app = server.stats().since(app_before)
         scenario_waited = threads.waited_ns() - waited_before
+        stolen = stolen_ns() - stolen_before
     finally:
         server.stop()
     emit(
@@ -265,6 +266,7 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             app_accepted=app.accepted,
             app_requests=app.requests,
             cpu_wait_ms=round(scenario_waited / 1e6, 3),
+            steal_ms=round(stolen / 1e6, 3),
         )
     )
 
