@@ -160,9 +160,15 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
         if (h->fifo->count > h->st->max_depth)
             h->st->max_depth = h->fifo->count;
     } else {
-        free(item.packet);
         h->st->overflow_accepts++;
-        accept_now(h, q);
+        if (item.mangled) { /* accepted at once, but as the middlebox left it */
+            if (send_verdict_payload(n, q->id, item.packet, item.cap_len) != 0)
+                h->st->verdict_errors++;
+            recorder_add(h->rec, now_ns(), item.packet, item.cap_len, item.wire_len);
+        } else {
+            accept_now(h, q);
+        }
+        free(item.packet);
     }
 }
 
@@ -220,6 +226,22 @@ int release_due(struct handler *h)
         return -1;
     }
     return 0;
+}
+
+uint32_t release_mangled_at_exit(struct handler *h)
+{
+    const struct fifo *f = h->fifo;
+    uint32_t released = 0;
+    for (uint32_t i = 0; i < f->count; i++) {
+        const struct held *item = &f->items[(f->head + i) % f->cap];
+        if (!item->mangled)
+            continue;
+        if (send_verdict_payload(h->nl, item->id, item->packet, item->cap_len) == 0)
+            released++;
+        else
+            h->st->verdict_errors++; /* the batch accepts it as it came */
+    }
+    return released;
 }
 
 void release_held_at_exit(struct handler *h, bool released)

@@ -11,16 +11,36 @@
  *   SYN without ACK that carries a Fast Open option: kind 34 (RFC 7413) or
  *   kind 254 with the magic 0xF989 (the experimental option Linux also sends).
  * - strip-tfo-option takes those options out of SYNs and SYN-ACKs: the other
- *   options keep their order, the list is padded to a multiple of 4 with EOL
- *   (zero) bytes, the data offset shrinks, the payload moves up, and the IP
- *   length, the IPv4 header checksum and the TCP checksum are computed again.
- *   The TCP checksum is computed in full: on lo the kernel hands over packets
- *   whose checksum field holds only the pseudo-header sum (CHECKSUM_PARTIAL),
- *   and a packet returned with the verdict is marked CHECKSUM_NONE
- *   (nfnetlink_queue.c nfqnl_mangle), so the receiver checks every byte.
+ *   options keep their order, NOPs left at the end of the list go (they padded
+ *   the option taken out: Linux pads its Fast Open option with NOPs after it,
+ *   so a stripped Linux SYN is byte for byte the plain SYN it would send
+ *   without Fast Open), the list is padded to a multiple of 4 with EOL (zero)
+ *   bytes, the data offset shrinks, the payload moves up, and the IP length,
+ *   the IPv4 header checksum and the TCP checksum are computed again.
+ * - Why EOL and not NOP for the padding: RFC 9293 (3.1) defines the padding
+ *   after the option list as zeros, and a zero is EOL, so the bytes say where
+ *   the list ends; a receiver stops reading there (Linux's tcp_parse_options
+ *   returns at TCPOPT_EOL), while NOPs would be read as more options.  NOPs
+ *   between the options that stay are kept: they align the option after them.
+ * - The TCP checksum is computed in full, never updated from the old one: the
+ *   queue has NFQA_CFG_F_GSO set, so the kernel copies a packet as it is
+ *   (nfqnl_build_packet_message calls skb_checksum_help only without that
+ *   flag), and on lo a packet is CHECKSUM_PARTIAL, its checksum field holding
+ *   only the pseudo-header sum; a packet returned with its verdict is marked
+ *   CHECKSUM_NONE (nfnetlink_queue.c, nfqnl_mangle), so the receiver checks
+ *   every byte (tcp_v4_rcv, tcp_checksum_complete) and drops a bad one
+ *   (TcpInCsumErrors).
  * - An option list that does not parse (a length running past the header, a
- *   length below 2) is left alone: a real middlebox would pass what it does
- *   not understand.
+ *   length below 2, a kind without its length byte at the end) is left alone
+ *   and counted (unparsed): a real middlebox passes what it does not
+ *   understand.  So is a SYN whose data offset is below 5 or past the packet.
+ * - Only whole, unfragmented TCP is judged: IPv4 with the whole packet in the
+ *   buffer (its total length), no fragment offset and no more-fragments flag;
+ *   IPv6 with TCP as the first next header (lo's packets carry no extension
+ *   headers).  Anything else passes, uncounted.
+ * - middlebox_decide is a pure function of the packet's bytes and the mode
+ *   (and the counters it adds to): no system call, no clock, so it is tested
+ *   on crafted packets (native/tests/middlebox_test.c, tests/delay).
  * - The counting of drop plans (drop.c) sees every packet first, so a packet
  *   this middlebox drops still takes its place in the order.
  */
@@ -91,6 +111,8 @@ static uint32_t tcp_offset(const unsigned char *pkt, uint32_t len, bool *v6)
             return 0;
         if ((uint32_t)(pkt[2] << 8 | pkt[3]) != len)
             return 0; /* cut or padded: not the whole packet */
+        if ((pkt[6] & 0x3fu) != 0 || pkt[7] != 0)
+            return 0; /* a fragment (more fragments, or an offset): not whole TCP */
         *v6 = false;
         return ihl;
     }
@@ -141,6 +163,9 @@ static bool walk_options(const unsigned char *opts, uint32_t n, bool *found, uns
         }
         i += optlen;
     }
+    if (*found && out != NULL)
+        while (k > 0 && out[k - 1] == OPT_NOP)
+            k--; /* trailing NOPs: the padding of what was taken out */
     *kept = k;
     return true;
 }

@@ -138,7 +138,8 @@ int send_params(struct handler *h, uint32_t maxlen, bool fail_open, bool headers
 }
 
 /*
- * Shutdown in one datagram, processed by the kernel in order:
+ * Shutdown: first the held packets the middlebox rewrote, each with its own
+ * verdict and bytes (hold.c); then one datagram, processed by the kernel in order:
  *  1. queue length 0 with fail-open: new packets pass at once instead of
  *     being queued (and then dropped by the unbind's flush);
  *  2. a batch accept of every queued id, read by us or not;
@@ -150,6 +151,8 @@ int release_all_and_unbind(struct handler *h, union nl_buf *rb)
     size_t off = 0;
     struct nl *n = h->nl;
 
+    uint32_t rewritten = release_mangled_at_exit(h);
+
     struct nlmsghdr *m1 = msg_begin(buf, sizeof buf, &off, NFQNL_MSG_CONFIG, 0,
                                     ++n->seq, n->queue);
     uint32_t zero = htonl(0);
@@ -159,7 +162,7 @@ int release_all_and_unbind(struct handler *h, union nl_buf *rb)
     msg_attr(buf, sizeof buf, &off, m1, NFQA_CFG_MASK, &fo, sizeof fo);
 
     n->shutdown_batch_seq = ++n->seq;
-    n->shutdown_nothing_held = h->fifo->count == 0;
+    n->shutdown_nothing_held = h->fifo->count == rewritten; /* the rest: ENOENT is no error */
     struct nlmsghdr *m2 = msg_begin(buf, sizeof buf, &off, NFQNL_MSG_VERDICT_BATCH, 0,
                                     n->shutdown_batch_seq, n->queue);
     /* A batch verdict takes every queued entry whose id is not after this one

@@ -309,6 +309,12 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp);
 /* Accept every held packet whose due time has come.  0, or -1 with errno set. */
 int release_due(struct handler *h);
 
+/* At the stop, before the batch that accepts the rest: each held packet the
+ * middlebox rewrote goes with its own verdict and bytes, so a stripped option
+ * never passes because we stopped.  Returns how many went; a failure is a
+ * verdict error, and that packet is left to the batch. */
+uint32_t release_mangled_at_exit(struct handler *h);
+
 /* Empty the FIFO at the stop, freeing the packets' bytes; `released`: the
  * shutdown's batch verdict went out, so record them as released now. */
 void release_held_at_exit(struct handler *h, bool released);
