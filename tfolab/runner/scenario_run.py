@@ -104,6 +104,11 @@ def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
     # Every write is copied whole at once: a send() never waits for buffer space
     # mid-answer (model/domain.py: SEND_BUFFER_BYTES).
     netstack.write_sysctl("net.ipv4.tcp_wmem", f"4096 {SEND_BUFFER_BYTES} {SEND_BUFFER_BYTES}")
+    # Each connection's RTO comes from its own handshake's RTT, as in the model: the
+    # route-metrics cache would carry an earlier connection's (the warm-up's) into
+    # tcp_init_metrics, floored to ticks, a tick early or not by microseconds
+    # (TCP-NOTES: "A lost request or response"). Fast Open's cookies stay cached.
+    netstack.write_sysctl("net.ipv4.tcp_no_metrics_save", 1)
     if netstack.has_sysctl("net.ipv4.tcp_pingpong_thresh"):
         netstack.write_sysctl("net.ipv4.tcp_pingpong_thresh", config.pingpong_thresh)
     elif config.pingpong_thresh != 1:
