@@ -32,6 +32,18 @@ class Flight:
 
 
 @dataclass(frozen=True)
+class LostTail:
+    """A lone data segment the path lost, waiting for its tail-loss probe (loss_probe.py)."""
+
+    seq: int
+    end: int
+    flags: tuple[str, ...]
+    payload: bytes
+    what: str
+    event_id: int
+
+
+@dataclass(frozen=True)
 class WriteMark:
     """One application write, to name the segments that carry it."""
 

@@ -26,14 +26,15 @@ Rules (net/ipv4/tcp_output.c):
   state moves on SEND_FIN (state.py).
 - A segment the path loses (path.py) is recorded at its send time and never
   arrives; the model follows a lost SYN and a lost SYN-ACK (their timers resend
-  them) and refuses any other loss at once, with its reason (_check_loss).
+  them) and a lost lone data segment (its tail-loss probe, loss_probe.py), and
+  refuses any other loss at once, with its reason (_check_loss).
 """
 
 from __future__ import annotations
 
-from tfolab.model import nagle, pacing, tso_defer
+from tfolab.model import loss_probe, nagle, pacing, tso_defer
 from tfolab.model.events import CookieInfo
-from tfolab.model.flights import Flight, ends_a_write, segment_name
+from tfolab.model.flights import Flight, LostTail, ends_a_write, segment_name
 from tfolab.model.options import TcpOption, Timestamps, syn_options
 from tfolab.model.page_frag import PageWrite
 from tfolab.model.path import LossNotFollowed
@@ -71,6 +72,7 @@ def transmit(
     tcp_transmit_skb call for all of them).
     """
     env = sock.env
+    loss_probe.sent_meanwhile(sock, flags, payload)
     sock.wstamp_ns = max(sock.wstamp_ns, now)  # __tcp_transmit_skb: tcp_wstamp_ns
     ack = sock.rcv_nxt if "ACK" in flags else None
     if ack is not None and sock.merged_burst_end is not None:
@@ -103,9 +105,10 @@ def transmit(
     if verdict == "lose":
         explanation += f"; a middlebox on the path drops it ({env.path.middlebox})"
         lost = True
+    probe = False
     if lost:
         arrival = now  # it never arrives: recorded at its send time, as the delayer does
-        _check_loss(sock, flags, payload, what)
+        probe = _check_loss(sock, flags, payload, what)
     event = env.recorder.segment(
         iteration=sock.iteration,
         connection=sock.connection,
@@ -151,6 +154,9 @@ def transmit(
     )
     if not lost:
         env.transmit(wire, arrival)
+    elif probe:
+        tail = LostTail(seq, seq + len(payload), flags, payload, what, event.id)
+        loss_probe.lost(sock, now, tail, transmit)
     if ack is not None:
         _ack_sent(sock, now, event.id, what)
     if payload and new_skb and env.rules.data_sent(sock.ack, sock.jiffies(now)):
@@ -218,28 +224,31 @@ def _timer_may_win(sock: TcpSock, now: int) -> bool:
     return now + sock.env.app_reaction_ns > earliest
 
 
-def _check_loss(sock: TcpSock, flags: tuple[str, ...], payload: bytes, what: str) -> None:
-    """The losses the model follows: a client's SYN, Fast Open's too (syn_timer.py), and
-    a SYN-ACK that is not a Fast Open child's (synack_timer.py). Any other lost segment
-    ends the run outside the domain, with the reason."""
+def _check_loss(sock: TcpSock, flags: tuple[str, ...], payload: bytes, what: str) -> bool:
+    """The losses the model follows: a client's SYN, Fast Open's too (syn_timer.py), a
+    SYN-ACK that is not a Fast Open child's (synack_timer.py), and a lone data segment
+    (its tail-loss probe: True, loss_probe.py). Any other lost segment ends the run
+    outside the domain, with the reason."""
     if sock.side == "server" and flags == ("SYN", "ACK") and not sock.tfo_child:
-        return
+        return False
     if sock.side == "client" and flags == ("SYN",):
-        return  # with data or a Fast Open option too: sent again bare (syn_timer.py)
+        return False  # with data or a Fast Open option too: sent again bare (syn_timer.py)
     if "SYN" in flags:
         reason = (
             "the path loses a Fast Open child's SYN-ACK: its timer "
             "(tcp_fastopen_synack_timer) and what the child's answer does meanwhile are "
             "not modelled yet"
         )
-    else:
-        reason = (
-            f"the path loses the {sock.side}'s {what}: what follows needs the "
-            "retransmission timer after the handshake (the RTO, the tail-loss probe), "
-            "not modelled yet; the model follows the loss of the client's SYN "
-            "(drop=client:1) and of the server's SYN-ACK (drop=server:1)"
-        )
-    raise LossNotFollowed(reason)
+        raise LossNotFollowed(reason)
+    why = loss_probe.refusal(sock, flags, payload)
+    if why is None:
+        return True
+    raise LossNotFollowed(
+        f"the path loses the {sock.side}'s {what} ({why}): what follows needs the "
+        "retransmission timer after the handshake beyond a lone segment's tail-loss probe, "
+        "not modelled yet; the model follows the loss of the client's SYN (drop=client:1), "
+        "of the server's SYN-ACK (drop=server:1), and of a lone data segment (its probe)"
+    )
 
 
 def send_ack(

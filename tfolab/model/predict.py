@@ -33,6 +33,7 @@ TIMER_NAMES = {
     "rto": "retransmission timer",
     "syn": "SYN timer",
     "synack": "SYN-ACK timer",
+    "tlp": "tail-loss probe timer",
 }
 
 
@@ -63,7 +64,8 @@ class IterationPrediction:
     path: tuple[int, ...] = ()  # event ids from start to end
     # what the path is made of, in words: each segment's and each fired timer's
     steps: tuple[str, ...] = ()
-    # the fired timers on the path, by name ("delack", "rto", "syn", "synack"), in path order
+    # the fired timers on the path, by name ("delack", "rto", "syn", "synack", "tlp"), in
+    # path order
     timer_names: tuple[str, ...] = ()
 
     @property
@@ -256,7 +258,10 @@ def _explain(
         band = f"{ato_ms:g}-{ato_ms + tick_ms:g} ms at HZ={hz}"
         head += " + delayed ACK" if len(delacks) == 1 else f" + {len(delacks)} delayed ACKs"
         head += f" ({band})"
-    timeouts = len(fired) - len(delacks)
+    probes = [t for t in fired if t.name == "tlp"]
+    if probes:
+        head += " + loss probe" if len(probes) == 1 else f" + {len(probes)} loss probes"
+    timeouts = len(fired) - len(delacks) - len(probes)
     if timeouts:
         head += " + retransmission timeout" if timeouts == 1 else f" + {timeouts} timeouts"
     if not steps:

@@ -15,7 +15,8 @@ Rules (tcp_rcv_established / tcp_rcv_state_process, in this order):
   holds it back (one such ACK per TCP_INVALID_RATELIMIT, 500 ms; 6.1 and 6.18);
 - the ACK first: it frees acknowledged data (tcp_clean_rtx_queue), samples
   the RTT from a segment never retransmitted, drops the write marks it
-  covers, and moves the state: the ACK of the SYN-ACK (SYN_RECV ->
+  covers, settles a tail-loss probe (tcp_process_tlp_ack, loss_probe.py), and
+  moves the state: the ACK of the SYN-ACK (SYN_RECV ->
   ESTABLISHED), or the ACK of our FIN (FIN_WAIT1 -> FIN_WAIT2, CLOSING ->
   TIME_WAIT, LAST_ACK -> CLOSED; the table is state.py's);
 - then the data, in order (the link never reorders; anything else is a
@@ -33,7 +34,7 @@ The application runs after all that, when the loop wakes its script.
 
 from __future__ import annotations
 
-from tfolab.model import delack_timer, synack_timer
+from tfolab.model import delack_timer, loss_probe, synack_timer
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
 from tfolab.model.handshake import ack_of_synack, receive_synack
 from tfolab.model.output import push, send_ack
@@ -79,6 +80,13 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
     opened = sock.snd_wnd > window_before
     if acked_new:
         _process_ack(sock, now, wire)
+    if wire.ack is not None:
+        loss_probe.ack_arrived(
+            sock,
+            wire.ack,
+            advanced=acked_new,
+            not_dup=bool(wire.payload) or wire.fin or opened,  # FLAG_DATA, FLAG_WIN_UPDATE
+        )
     if wire.payload:
         _queue_data(sock, now, wire)
     if wire.fin and wire.seq + len(wire.payload) == sock.rcv_nxt:
@@ -172,6 +180,11 @@ def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
     sock.marks = [m for m in sock.marks if m.end > sock.snd_una]
     acked = sum(1 for f in newly if f.data)
     if acked and sock.snd_cwnd < 2 * sock.max_packets_out:
+        if sock.snd_ssthresh is not None and sock.snd_cwnd >= sock.snd_ssthresh:
+            sock.env.beyond_domain.append(
+                f"the {sock.side}'s window grows past ssthresh {sock.snd_ssthresh} after a "
+                "loss probe's cut (CUBIC's congestion avoidance): not modelled yet"
+            )
         # tcp_cong_avoid -> tcp_slow_start: in slow start cwnd grows by every segment this
         # ACK delivered, while tcp_is_cwnd_limited holds (cwnd < 2 x max_packets_out)
         if sock.cwnd_grown_by is None:

@@ -48,6 +48,8 @@ PREDICTED_COUNTERS = (
     "TCPFastOpenListenOverflow",
     "TCPFastOpenPassive",
     "TCPFastOpenPassiveFail",
+    "TCPLossProbeRecovery",  # the first ACK beyond a probe that repaired a loss (loss_probe.py)
+    "TCPLossProbes",  # a tail-loss probe sent (loss_probe.py)
     "TCPSYNChallenge",  # a SYN or SYN-ACK after the handshake
     "TCPSynRetrans",  # tcp_retransmit_skb of a SYN (syn_timer.py)
     "TCPTimeouts",  # every expiry: tcp_retransmit_timer, reqsk_timer_handler (synack_timer.py)

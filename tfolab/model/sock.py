@@ -38,7 +38,7 @@ from tfolab.model.clock import JiffyClock
 from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
 from tfolab.model.events import Side, TimerAction
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
-from tfolab.model.flights import Flight, WriteMark
+from tfolab.model.flights import Flight, LostTail, WriteMark
 from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.page_frag import PageFrag
 from tfolab.model.rcv_space import RcvSpace
@@ -128,6 +128,13 @@ class TcpSock:
         self.cwnd_grown_by: int | None = None  # the flight (segments) whose ACK grew it
         self.snd_cwnd = TCP_INIT_CWND  # tcp_init_cwnd (no route metric on lo)
         self.total_retrans = 0  # segments sent again (the handshake's, for tcp_init_transfer)
+        self.rtt_samples = 0  # tcp_rtt_estimator's samples so far (loss_probe.py)
+        # the tail-loss probe (loss_probe.py): the lost lone segment it waits for, whether
+        # the probe is being sent, tlp_high_seq (None: 0), and ssthresh once a loss cut it
+        self.lost_tail: LostTail | None = None
+        self.probing = False
+        self.tlp_high_seq: int | None = None
+        self.snd_ssthresh: int | None = None
         self.dropped: dict[int, Wire] = {}  # by seq: what the peer dropped (retransmit.py)
         # the receive side
         self.rcv_nxt = 0
@@ -415,6 +422,7 @@ class TcpSock:
         return self.env.clock.ns_to_jiffies_up(self.srtt_ns)
 
     def rtt_sample(self, sample_ns: int) -> None:
+        self.rtt_samples += 1
         self.min_rtt_ns = sample_ns if self.min_rtt_ns is None else min(self.min_rtt_ns, sample_ns)
         if self.srtt_ns is None:
             self.srtt_ns, self.rttvar_ns = sample_ns, sample_ns // 2

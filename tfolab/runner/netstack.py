@@ -28,6 +28,7 @@ LOSS_COUNTERS = (
     "TCPTimeouts",
     "TCPSynRetrans",
     "TCPLossProbes",
+    "TCPLossProbeRecovery",
     "TCPLostRetransmit",
     "TcpTimeoutRehash",
     "TCPSYNChallenge",

@@ -101,6 +101,7 @@ def path_words(prediction: IterationPrediction) -> str:
         ("syn", "SYN timeout", "SYN timeouts"),
         ("synack", "SYN-ACK timeout", "SYN-ACK timeouts"),
         ("rto", "retransmission timeout", "retransmission timeouts"),
+        ("tlp", "loss probe", "loss probes"),
     ):
         count = names.count(name)
         if count:

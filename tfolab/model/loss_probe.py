@@ -1,0 +1,184 @@
+"""The tail-loss probe: a lone segment the path lost, sent again before any RTO.
+
+Rules (Linux 6.1 and 6.18, identical here; tcp_output.c tcp_schedule_loss_probe
+and tcp_send_loss_probe, tcp_input.c tcp_process_tlp_ack):
+- tcp_write_xmit arms the probe timer after it sends new data: twice srtt, plus
+  tcp_rto_min (200 ms) with one segment out, rounded up to jiffies
+  (usecs_to_jiffies), and never later than the RTO from the head's send time
+  (tcp_rto_delta_us: icsk_rto itself, the head just sent). After the first RTT
+  sample m the RTO is m + max(2m, 200 ms) (tcp_rtt_estimator, __tcp_set_rto),
+  so up to m = 200 ms the probe comes at the RTO's own jiffy, later at 2m +
+  200 ms. The kernel's m is the model's round trip plus microseconds of host
+  time; where those could move either figure across a jiffy, the probe may
+  come a tick later (its spread says so).
+- When it fires with nothing unsent, tcp_send_loss_probe sends the last
+  segment again (__tcp_retransmit_skb): the same bytes and flags, this
+  moment's ACK and window, TCPLossProbes counted, tlp_high_seq = snd_nxt. It
+  is not marked a retransmission (no TCPCB_RETRANS), so its ACK samples the
+  RTT from the probe's own send time.
+- The ACK exactly at tlp_high_seq that advances snd_una (the probe's) matches
+  no branch of tcp_process_tlp_ack; a pure duplicate ACK there ends the
+  episode (no loss); the first ACK beyond it counts TCPLossProbeRecovery and
+  cuts the window once: tcp_init_cwnd_reduction (CUBIC's ssthresh, cwnd x
+  717/1024, at least 2), tcp_end_cwnd_reduction (cwnd = ssthresh).
+- The model follows a probe where the lost segment carried data and went out
+  alone, after exactly one RTT sample and no retransmission on its connection,
+  and the socket sent no other data before the probe. A second segment, a
+  probe of new data, a lost probe (the RTO after it), a FIN: refused, each with
+  its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tfolab.model.flights import Flight, LostTail
+from tfolab.model.path import LossNotFollowed
+from tfolab.model.sock import RTO_MIN_NS, TcpSock
+from tfolab.model.state import TcpState
+
+NS_PER_US = 1000
+US_PER_SECOND = 1_000_000
+CUBIC_BETA = 717  # tcp_cubic.c beta, over BICTCP_BETA_SCALE 1024
+BICTCP_BETA_SCALE = 1024
+SENDING_STATES = (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
+# output.transmit, handed in by output.py (which calls this module as it sends)
+Transmit = Callable[..., int]
+
+
+def probe_jiffies(sock: TcpSock, m_us: int) -> int:
+    """tcp_schedule_loss_probe's timeout with one segment out, after one RTT sample of
+    `m_us` microseconds: min(usecs_to_jiffies(2m + rto_min), icsk_rto)."""
+    hz = sock.env.clock.hz
+    per_jiffy = US_PER_SECOND // hz  # usecs_to_jiffies: HZ 250 divides 10^6
+    rto_min_us = RTO_MIN_NS // NS_PER_US
+    rto = -(-(m_us + max(2 * m_us, rto_min_us)) // per_jiffy)  # __tcp_set_rto, rounded up
+    probe = -(-(2 * m_us + rto_min_us) // per_jiffy)
+    return min(probe, rto)
+
+
+def refusal(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> str | None:
+    """Why the model cannot follow the loss of this segment (not a SYN) with a probe;
+    None if it can."""
+    who = f"the {sock.side}'s"
+    if sock.probing:
+        return f"{who} tail-loss probe lost too: the RTO after it"
+    if not payload:
+        return "a segment without data: a lost FIN or ACK"
+    if "FIN" in flags:
+        return "data with a FIN"
+    if sock.state not in SENDING_STATES:
+        return f"{who} data sent in {sock.state.name}"
+    if sock.lost_tail is not None:
+        return f"a second segment lost while {who} first waits for its probe"
+    if sock.flights:
+        return (
+            f"{who} segment lost with {len(sock.flights)} other(s) in flight: RACK "
+            "(tcp_rack_mark_lost) and the probe of a flight"
+        )
+    if sock.rtt_samples != 1 or sock.total_retrans:
+        return (
+            f"{who} segment lost after {sock.rtt_samples} RTT samples or a retransmission: "
+            "the RTO after tcp_rtt_estimator's later rounds"
+        )
+    return None
+
+
+def lost(sock: TcpSock, now: int, tail: LostTail, transmit: Transmit) -> None:
+    """The path lost `tail`, sent alone: the probe timer, as tcp_write_xmit arms it."""
+    assert sock.srtt_ns is not None
+    m_us = sock.srtt_ns // NS_PER_US
+    low = probe_jiffies(sock, m_us + 1)  # the kernel's sample is never exactly the model's
+    high = probe_jiffies(sock, m_us + max(1, sock.env.rtt_excess_ns // NS_PER_US))
+    expires = sock.jiffies(now) + low
+    fire_ns, width = sock.wheel_timer(now, expires)
+    spread = width if width > 1 else 1 + (high - low)
+    sock.lost_tail = tail
+    sock.env.call_at(fire_ns, lambda t: _fire(sock, t, low, high, spread, transmit))
+
+
+def sent_meanwhile(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> None:
+    """Another segment with data or a FIN leaves while the lost one waits: refused."""
+    if sock.lost_tail is None or not (payload or "FIN" in flags):
+        return
+    what = "its FIN" if "FIN" in flags and not payload else "more data"
+    raise LossNotFollowed(
+        f"the path lost the {sock.side}'s {sock.lost_tail.what}, and {what} left before its "
+        "tail-loss probe: the probe of a flight of two (2 srtt + 2 ms) and RACK are not "
+        "modelled yet"
+    )
+
+
+def _fire(
+    sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: Transmit
+) -> None:
+    """tcp_send_loss_probe: the last segment again, if it is still the one in flight."""
+    tail = sock.lost_tail
+    if tail is None or [f.seq for f in sock.flights] != [tail.seq]:
+        return
+    if sock.unsent:
+        raise LossNotFollowed(
+            f"the {sock.side}'s tail-loss probe would carry new data (tcp_send_loss_probe "
+            "sends the unsent head first, past Nagle and the window): not modelled yet"
+        )
+    clock = sock.env.clock
+    either = (
+        ""
+        if high == low
+        else f" (or {clock.jiffies_to_ms(high):g} ms: the kernel's RTT sample is the round "
+        "trip plus microseconds of host time, which decide the rounding)"
+    )
+    fired = sock.timer(
+        now,
+        now,
+        name="tlp",
+        action="fired",
+        explanation=(
+            f"tail-loss probe timer fired: {tail.what} unacknowledged "
+            f"{clock.jiffies_to_ms(low):g} ms{either} after it left (tcp_schedule_loss_probe: "
+            "2 srtt + 200 ms with one segment out, no later than the RTO, srtt + max(2 srtt, "
+            "200 ms) after the first sample; rounded up to ticks)"
+        ),
+        cause="the timer expired",
+        caused_by=tail.event_id,
+        spread_ticks=spread,
+    )
+    sock.lost_tail = None
+    sock.probing = True
+    try:
+        event_id = transmit(
+            sock,
+            now,
+            flags=tail.flags,
+            seq=tail.seq,
+            payload=tail.payload,
+            what=f"{tail.what} again",
+            explanation=(
+                f"{tail.what} ({len(tail.payload)} B) sent again as the tail-loss probe "
+                "(tcp_send_loss_probe -> __tcp_retransmit_skb): nothing unsent, so the last "
+                "segment; the same bytes, this moment's ACK and window"
+            ),
+            cause="the tail-loss probe timer fired",
+            caused_by=fired,
+        )
+    finally:
+        sock.probing = False
+    sock.count("TCPLossProbes")
+    # no TCPCB_RETRANS: its ACK samples the RTT from now (tcp_clean_rtx_queue)
+    sock.flights[0] = Flight(tail.seq, tail.end, now, False, event_id)
+    sock.tlp_high_seq = sock.snd_nxt
+
+
+def ack_arrived(sock: TcpSock, ack: int, *, advanced: bool, not_dup: bool) -> None:
+    """tcp_process_tlp_ack, for a probe that sent the last segment again (tlp_retrans)."""
+    high = sock.tlp_high_seq
+    if high is None or ack < high:
+        return
+    if ack > high:
+        # a loss the probe repaired: tcp_init_cwnd_reduction, CWR, tcp_end_cwnd_reduction
+        sock.count("TCPLossProbeRecovery")
+        sock.snd_ssthresh = max(sock.snd_cwnd * CUBIC_BETA // BICTCP_BETA_SCALE, 2)
+        sock.snd_cwnd = sock.snd_ssthresh
+        sock.tlp_high_seq = None
+    elif not (advanced or not_dup):
+        sock.tlp_high_seq = None  # a pure duplicate ACK: original and probe both arrived
