@@ -25,7 +25,10 @@ and tcp_send_loss_probe, tcp_input.c tcp_process_tlp_ack):
   alone, after exactly one RTT sample and no retransmission on its connection,
   and the socket sent no other data before the probe. A second segment, a
   probe of new data, a lost probe (the RTO after it), a FIN: refused, each with
-  its reason.
+  its reason. So is a one-way delay below the application's reaction time:
+  there the capture's order of the lost segment and the one sent just before
+  it is a race of microseconds (the lost one stamped as sent, the other as
+  released), which the comparison does not follow yet.
 """
 
 from __future__ import annotations
@@ -67,6 +70,12 @@ def refusal(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> str | None
         return "a segment without data: a lost FIN or ACK"
     if "FIN" in flags:
         return "data with a FIN"
+    if sock.env.link.one_way_delay_ns < sock.env.app_reaction_ns:
+        return (
+            f"D below {sock.env.app_reaction_ns / 1e6:g} ms: a dropped segment is recorded "
+            "at its send time and the segment sent just before it at its release, "
+            "microseconds apart, so the capture may show them in either order"
+        )
     if sock.state not in SENDING_STATES:
         return f"{who} data sent in {sock.state.name}"
     if sock.lost_tail is not None:
@@ -109,9 +118,7 @@ def sent_meanwhile(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> Non
     )
 
 
-def _fire(
-    sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: Transmit
-) -> None:
+def _fire(sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: Transmit) -> None:
     """tcp_send_loss_probe: the last segment again, if it is still the one in flight."""
     tail = sock.lost_tail
     if tail is None or [f.seq for f in sock.flights] != [tail.seq]:
