@@ -12,7 +12,7 @@ import pytest
 
 from tfolab.lab.catalog import find_lab
 from tfolab.model import Note, Segment, Simulation, Timer
-from tfolab.model.clock import JiffyClock
+from tfolab.model.clock import LATE_TIMERS, JiffyClock
 from tfolab.model.handshake import tsecr_sample_ns
 from tfolab.model.rcv_space import receive_memory_for
 from tfolab.model.scenario import parse_settings
@@ -130,11 +130,29 @@ def test_the_synack_timer_doubles_on_the_grid() -> None:
 
 def test_other_buckets_tries_each_other_position_of_a_racing_connection() -> None:
     """Whole ticks first (each bucket edge), then every quarter tick (which jiffy an
-    arrival sees): 31 other positions, in quarter ticks."""
+    arrival sees): 31 other positions, in quarter ticks; then all 32 again with the
+    timers' work the host's reaction after their tick (LATE_TIMERS)."""
     sim = _sim(600)
     others = [o.wheel_offsets for o in other_buckets(sim, 1)]
     assert others[:7] == [((1, 4 * k),) for k in range(1, 8)]
-    assert sorted(others) == [((1, q),) for q in range(1, 32)]
+    assert sorted(others[:31]) == [((1, q),) for q in range(1, 32)]
+    assert others[31:] == [
+        ((1, LATE_TIMERS + q),) for q in [*range(0, 32, 4), *(q for q in range(32) if q % 4)]
+    ]
+
+
+def test_a_timer_s_work_after_its_tick_can_decide_which_bucket_the_peer_s_timer_takes() -> None:
+    """Fuzzer seed 5387: D = 631.87 ms is 157.97 ticks. The client's third SYN leaves as
+    its timer fires, on a tick edge in the model, and reaches the server 0.12 ms before
+    the next edge: the server's SYN-ACK timer takes the bucket that fires before the
+    client's fourth SYN arrives, and a second SYN-ACK leaves. The kernel's timer softirq
+    sends that SYN some microseconds after the edge; the arrival crosses it, the timer
+    lands a bucket later, and the fourth SYN arrives first: one SYN-ACK, as captured."""
+    sim = _sim(631.87, drop="client:1,client:2")
+    assert 1 in sim.wheel_races
+    late = next(o for o in other_buckets(sim, 1) if o.wheel_offsets == ((1, LATE_TIMERS),))
+    assert len(_synacks(sim)) == len(_synacks(late)) + 1
+    assert not _timer_first(late)
 
 
 def test_where_the_ticks_fall_can_decide_the_race_too() -> None:
@@ -160,7 +178,10 @@ def test_where_the_ticks_fall_can_decide_the_race_too() -> None:
 
     assert 4 in sim.wheel_races and not server_timer_first(sim)
     first = [o.wheel_offsets for o in other_buckets(sim, 4) if server_timer_first(o)]
-    assert first == [((4, 3),), ((4, 5),), ((4, 6),)]  # quarter ticks, no whole one
+    # quarter ticks, no whole one; then late timers: the client's SYN and the arrivals
+    # after it the host's reaction later, a quarter tick's worth of the same race
+    assert first[:3] == [((4, 3),), ((4, 5),), ((4, 6),)]
+    assert all(o >= LATE_TIMERS for ((_, o),) in first[3:])
 
 
 def test_a_retransmission_samples_the_rtt_from_its_tsecr_in_whole_milliseconds() -> None:

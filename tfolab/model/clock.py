@@ -21,6 +21,9 @@ Rules:
   the offset. The client's and the server's timers on one host share it, so
   it decides which of two timers armed a few ticks apart fires first (the SYN
   timer and the SYN-ACK timer, syn_timer.py, synack_timer.py).
+- A timer's work (what it sends) happens in the timer softirq, microseconds
+  after its tick edge; where a packet it sent arrives D later within that much
+  of another tick edge, the jiffy the peer sees is a race (LATE_TIMERS).
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ NS_PER_MS = 1_000_000
 # kernel/time/timer.c: LVL_CLK_SHIFT = 3, LVL_BITS = 6
 _LVL_CLK_SHIFT = 3
 _LVL_BITS = 6
+# A connection's wheel offset (Env.wheel_offsets) counts quarter ticks within a level-1
+# bucket (8 ticks: 0-31); LATE_TIMERS added to it says its timers' work comes late
+# (Env.timer_lateness_ns)
+LATE_TIMERS = 32
 
 
 def ms_to_ns(ms: float) -> int:

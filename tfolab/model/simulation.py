@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tfolab.model import domain
-from tfolab.model.clock import ms_to_ns
+from tfolab.model.clock import LATE_TIMERS, ms_to_ns
 from tfolab.model.events import Event, Segment
 from tfolab.model.loop import (
     REPLAY_ORDERS,
@@ -60,6 +60,7 @@ DEFAULT_ACCURACY = Accuracy()
 # the tick edges fall against the connection's start moves which jiffy an arrival sees)
 WHEEL_LEVEL1_TICKS = 8
 QUARTERS_PER_TICK = 4
+assert LATE_TIMERS == WHEEL_LEVEL1_TICKS * QUARTERS_PER_TICK  # every position, then late
 # The GSO-size race's other outcomes (slower_pacings): the senders' tcp_tso_autosize with
 # a quarter, half, and all of the round-trip excess (Env.rtt_excess_ns) added to srtt
 PACING_EXCESS_SHARES = (4, 2, 1)
@@ -338,7 +339,8 @@ def held_pages(sim: Simulation) -> Iterator[Simulation]:
 def other_buckets(sim: Simulation, connection: int) -> Iterator[Simulation]:
     """The same simulation with `connection`'s timer-wheel buckets shifted by each other
     number of ticks within a level-1 bucket (WHEEL_LEVEL1_TICKS), then by each quarter
-    tick too, the rest kept: where an arrival met a timer inside its bucket
+    tick too, then each of those with its timers' work the host's reaction after their
+    tick (clock.LATE_TIMERS), the rest kept: where an arrival met a timer inside its bucket
     (Simulation.wheel_races), which comes first depends on where the bucket's edges
     sit, and on which jiffy each arrival sees. Each is a whole simulation; none that
     leaves the model's domain."""
@@ -346,7 +348,8 @@ def other_buckets(sim: Simulation, connection: int) -> Iterator[Simulation]:
     current = dict(sim.wheel_offsets).get(connection, 0)
     whole = [ticks * QUARTERS_PER_TICK for ticks in range(WHEEL_LEVEL1_TICKS)]
     parts = [q for q in range(WHEEL_LEVEL1_TICKS * QUARTERS_PER_TICK) if q not in whole]
-    for offset in whole + parts:
+    late = [LATE_TIMERS + q for q in whole + parts]  # its timers' work the host's reaction late
+    for offset in whole + parts + late:
         if offset == current:
             continue
         offsets = tuple(sorted((*kept, (connection, offset)) if offset else kept))

@@ -379,7 +379,8 @@ class TcpSock:
     def timer_fires_at(self, expires: int, now: int) -> int:
         """When a timer this socket sets now for jiffies `expires` runs (clock.py)."""
         clock, offset = self.env.clock_of(self.connection)
-        return clock.timer_fires_at(expires, now, offset)
+        late = self.env.timer_lateness_ns(self.connection)
+        return clock.timer_fires_at(expires, now, offset) + late
 
     def wheel_timer(self, now: int, expires: int) -> tuple[int, int]:
         """A timer-wheel timer set now for jiffies `expires`: when it fires (its

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tfolab.model.clock import JiffyClock, Link
+from tfolab.model.clock import LATE_TIMERS, JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.events import CookieInfo, Recorder, Side
 from tfolab.model.page_frag import PageWrite, TaskFrag
@@ -120,9 +120,10 @@ class Env:
     pages_held: frozenset[PageWrite] = frozenset()
     page_races: list[PageWrite] = field(default_factory=list)
     # where each connection's ticks and timer-wheel buckets sit, in quarter ticks
-    # (clock_of; 0 unless given), and the connections where an arrival met a level-1
-    # timer inside its bucket, in the order first seen: a race the bucket decides
-    # (simulation.other_buckets)
+    # (clock_of; 0 unless given; LATE_TIMERS added: its timers' work comes the host's
+    # reaction after their tick, timer_lateness_ns), and the connections where an
+    # arrival met a level-1 timer inside its bucket, in the order first seen: a race
+    # the bucket decides (simulation.other_buckets)
     wheel_offsets: dict[int, int] = field(default_factory=dict)
     wheel_races: list[int] = field(default_factory=list)
     _clocks: dict[int, tuple[JiffyClock, int]] = field(default_factory=dict)
@@ -134,13 +135,21 @@ class Env:
         its edges fall against a connection's start are both unknown (clock.py)."""
         found = self._clocks.get(connection)
         if found is None:
-            quarters = self.wheel_offsets.get(connection, 0)
+            quarters = self.wheel_offsets.get(connection, 0) % LATE_TIMERS
             clock = self.clock
             if quarters % 4:
                 shift = round(clock.tick_ns * (quarters % 4) / 4)
                 clock = JiffyClock(clock.hz, (clock.phase_ns + shift) % round(clock.tick_ns))
             found = self._clocks[connection] = (clock, quarters // 4)
         return found
+
+    def timer_lateness_ns(self, connection: int) -> int:
+        """How long after its tick edge a timer of `connection` does its work: 0, or the
+        host's reaction time where its Env.wheel_offsets entry is LATE_TIMERS or more.
+        The timer softirq runs some microseconds after the tick that expired it, and an
+        arrival D after what the timer sent can fall on either side of a later tick
+        edge by them (simulation.other_buckets tries both)."""
+        return self.app_reaction_ns if self.wheel_offsets.get(connection, 0) >= LATE_TIMERS else 0
 
     def wheel_race(self, connection: int) -> None:
         """An arrival met one of `connection`'s timers inside its wheel bucket."""
