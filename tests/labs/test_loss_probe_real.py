@@ -1,0 +1,59 @@
+"""A lost request or response for real: the NFQUEUE delayer drops it, the kernel's
+tail-loss probe sends it again, and the capture, the counters and the headline agree with
+the model (loss_probe.py; TCP-NOTES "A lost request or response: the tail-loss probe").
+
+Under the timing lock, like every real run. Skips with the reason where there is no lab
+namespace or no NFQUEUE delayer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import TIMING, LabMachine
+from tests.labs.lossy_runs import lossy_run
+
+TICK_MS = 4.0  # HZ 250
+
+
+def _resent(scenario: dict[str, Any], sender: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The lost data segment of connection 1 and its probe."""
+    rows = [
+        r for r in scenario["captured"]
+        if r["connection"] == 1 and r["sender"] == sender and r["length"]
+    ]  # fmt: skip
+    lost, probe = rows[0], rows[1]
+    assert lost.get("lost") and not probe.get("lost")
+    assert (lost["seq"], lost["length"], lost["flags"]) == (
+        probe["seq"],
+        probe["length"],
+        probe["flags"],
+    )
+    return lost, probe
+
+
+@TIMING
+def test_a_lost_request_is_probed_on_the_rto_s_own_tick(lab_machine: LabMachine) -> None:
+    """D = 13 ms: the first sample 26 ms and some microseconds, the RTO 226 ms rounded up
+    to 57 ticks; the probe, armed for the same tick, sends the request again 228-232 ms
+    after it left (the capture stamps it as it arrives, D later)."""
+    scenario = lossy_run("--delay", "13", "--iterations", "2", lab="loss", scenario="request-lost")
+    lost, probe = _resent(scenario, "client")
+    waited = probe["t_ms"] - 13 - lost["t_ms"]
+    assert 57 * TICK_MS - 1 < waited <= 58 * TICK_MS + 1, waited
+    assert scenario["counters"]["TCPLossProbes"] == 1
+    assert scenario["counters"]["TCPLossProbeRecovery"] == 1  # at the ACK of the FIN
+    assert "TCPTimeouts" not in scenario["counters"]
+    assert scenario["counter_diff"] == []
+    one, two = scenario["iterations"]
+    assert one["predicted_ms"] > 228 + 4 * 13 and two["predicted_ms"] < 4 * 13 + 5
+
+
+@TIMING
+def test_a_lost_response_is_probed_by_the_server(lab_machine: LabMachine) -> None:
+    scenario = lossy_run("--delay", "10", "--iterations", "1", lab="loss", scenario="response-lost")
+    lost, probe = _resent(scenario, "server")
+    waited = probe["t_ms"] - 10 - lost["t_ms"]
+    assert 56 * TICK_MS - 1 < waited <= 57 * TICK_MS + 1, waited  # 2D + 200 ms: 56 ticks
+    assert scenario["counters"]["TCPLossProbes"] == 1
+    assert scenario["counter_diff"] == []
