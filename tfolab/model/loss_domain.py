@@ -1,9 +1,11 @@
 """Which `drop` settings the model follows, decided before it runs (with domain.py).
 
 Rules:
-- The model follows the loss of the client's SYN (syn_timer.py); a drop that
-  lands on another segment is refused while the model runs, with its reason
-  (output._check_loss). The refusals here need no run:
+- The model follows the loss of the client's SYN (syn_timer.py), of the
+  server's SYN-ACK (synack_timer.py) and of a lone data segment (its tail-loss
+  probe, loss_probe.py); a drop that lands on another segment is refused while
+  the model runs, with its reason (output._check_loss). The refusals here need
+  no run:
 - a middlebox stands between the replayed SYN and the server too, so it does
   not combine with replay_syn;
 - the runner gives the delayer one plan per iteration's connection, so a drop
