@@ -92,6 +92,18 @@ def test_a_miss_the_hypervisor_s_steal_explains_is_measured_again() -> None:
     assert disturbed(counted) is None
 
 
+def test_a_packet_the_delayer_released_late_is_evidence_too() -> None:
+    """CI's suite on b9a52d3: the delayer released a server's flight 9 ms after its due
+    time, and every packet after it came late; its own statistics say so."""
+    scenario = measured(late_ms={2: 6.0}, waits_ms={2: 0.3})
+    assert disturbed(scenario) is None
+    evidence = disturbed(scenario, delayer_late_ms=9.2)
+    assert evidence is not None and evidence.delayer_late_ms == 9.2
+    assert "the delayer released a packet 9.2 ms late" in evidence.words()
+    assert disturbed(scenario, delayer_late_ms=1.0) is None  # 0.3 + 1.0 < the miss
+    assert disturbed(measured(late_ms={2: -6.0}), delayer_late_ms=50.0) is None
+
+
 def test_a_wait_shorter_than_the_miss_is_no_evidence() -> None:
     assert disturbed(measured(late_ms={2: 6.0}, waits_ms={2: 1.0})) is None
     assert disturbed(measured(late_ms={2: 6.0})) is None  # no wait at all
@@ -139,5 +151,6 @@ def test_the_run_json_keeps_the_evidence() -> None:
             "missed_by_ms": 3.4,
             "cpu_wait_ms": 7.5,
             "steal_ms": 0.0,
+            "delayer_late_ms": 0.0,
         }
     ]

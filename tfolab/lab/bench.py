@@ -12,7 +12,6 @@ the contract of `tfolab bench --json` (docs/DESIGN.md).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Callable
@@ -266,8 +265,8 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
                 runs.setdefault((event.server, event.mode), []).append(_figures(event))
                 finished += weights[delay]
                 report(finished, _what(delay, event.server, event.mode, job.concurrency))
-            elif isinstance(event, Done):
-                late_ms = delayer_late_ms(event.delayer_stats)
+            elif isinstance(event, Done) and event.delayer_lateness is not None:
+                late_ms = event.delayer_lateness.median_us / 1000
         for name in plan.servers:
             row = BenchRow(delay, name, backend, job.concurrency, job.rounds, late_ms)
             for mode in MODES:
@@ -278,16 +277,6 @@ async def run_bench(plan: BenchPlan, on_progress: Progress | None = None) -> Ben
     result.predict()
     result.runtime_s = time.monotonic() - started
     return result
-
-
-def delayer_late_ms(stats: str) -> float:
-    """The delayer's median lateness per packet (its statistics' JSON line), ms; 0 without."""
-    try:
-        data = json.loads(stats) if stats.startswith("{") else {}
-    except json.JSONDecodeError:
-        return 0.0
-    late = data.get("late_median_us", 0) if isinstance(data, dict) else 0
-    return float(late) / 1000 if isinstance(late, int | float) else 0.0
 
 
 def _what(delay: float, server: str, mode: str, concurrency: int) -> str:

@@ -6,8 +6,10 @@ Rules:
   that arrived after its own band) and the machine took at least as long as
   its worst miss during the measured part: the lab's threads' waits for a CPU,
   plus the hypervisor's steal of the machine's CPUs (a virtual machine's own
-  wait, which no thread of the guest sees; runner/cpu_wait.py). The evidence
-  says the machine took the time. (The whole measured
+  wait, which no thread of the guest sees; runner/cpu_wait.py), plus the
+  latest the NFQUEUE delayer released a packet after its due time in the run
+  (its own statistics: a packet released late takes every packet after it
+  along). The evidence says the machine took the time. (The whole measured
   part, not one iteration: a connection's last segments arrive while the next
   iteration runs.)
 - One repeat at most, and it stands as measured: a rule of the model that is
@@ -28,8 +30,9 @@ from tfolab.lab.disagreements import Arrival
 from tfolab.lab.results import Repeat, ScenarioResult
 
 
-def disturbed(scenario: ScenarioResult) -> Repeat | None:
-    """The evidence to measure `scenario` again, or None: it stands as measured."""
+def disturbed(scenario: ScenarioResult, delayer_late_ms: float = 0.0) -> Repeat | None:
+    """The evidence to measure `scenario` again, or None: it stands as measured.
+    `delayer_late_ms`: the latest the run's delayer released a packet after its due time."""
     if scenario.planned.config.cookie_cache == "keep" or scenario.comparison is None:
         return None
     if scenario.counter_diff or scenario.cpu_wait_ms is None:
@@ -48,8 +51,13 @@ def disturbed(scenario: ScenarioResult) -> Repeat | None:
     if not misses:
         return None
     missed_by, iteration = max(misses)
-    if scenario.cpu_wait_ms + scenario.steal_ms < missed_by:
+    if scenario.cpu_wait_ms + scenario.steal_ms + delayer_late_ms < missed_by:
         return None
     return Repeat(
-        scenario.planned.name, iteration, missed_by, scenario.cpu_wait_ms, scenario.steal_ms
+        scenario.planned.name,
+        iteration,
+        missed_by,
+        scenario.cpu_wait_ms,
+        scenario.steal_ms,
+        delayer_late_ms,
     )

@@ -22,6 +22,7 @@ from tfolab.lab.packet_rows import model_rows
 from tfolab.lab.plan import PlannedScenario
 from tfolab.model import Simulation
 from tfolab.model.captured import CapturedRow
+from tfolab.runner.protocol import DelayerLateness
 
 
 @dataclass
@@ -145,25 +146,27 @@ class ScenarioResult:
 @dataclass(frozen=True)
 class Repeat:
     """Why a scenario was measured again: its worst miss, how long the lab's threads
-    waited for a CPU over its measured part, and how long the hypervisor took the
-    machine's CPUs meanwhile (lab/repeats.py)."""
+    waited for a CPU over its measured part, how long the hypervisor took the machine's
+    CPUs meanwhile, and the latest the delayer released a packet in the run
+    (lab/repeats.py)."""
 
     scenario: str
     iteration: int
     missed_by_ms: float
     cpu_wait_ms: float
     steal_ms: float = 0.0
+    delayer_late_ms: float = 0.0
 
     def words(self) -> str:
-        stolen = (
-            f", and the hypervisor took {self.steal_ms:.0f} ms of the machine's CPUs"
-            if self.steal_ms
-            else ""
-        )
+        more = ""
+        if self.steal_ms:
+            more += f", the hypervisor took {self.steal_ms:.0f} ms of the machine's CPUs"
+        if self.delayer_late_ms >= 0.05:
+            more += f", the delayer released a packet {self.delayer_late_ms:.1f} ms late"
         return (
             f"{self.scenario} measured again: iteration {self.iteration} was "
             f"{self.missed_by_ms:.1f} ms late, and the lab's threads waited "
-            f"{self.cpu_wait_ms:.1f} ms for a CPU{stolen} while it measured "
+            f"{self.cpu_wait_ms:.1f} ms for a CPU{more} while it measured "
             "(the machine, not TCP)"
         )
 
@@ -174,6 +177,7 @@ class Repeat:
             "missed_by_ms": round(self.missed_by_ms, 3),
             "cpu_wait_ms": round(self.cpu_wait_ms, 3),
             "steal_ms": round(self.steal_ms, 3),
+            "delayer_late_ms": round(self.delayer_late_ms, 3),
         }
 
 
@@ -193,6 +197,13 @@ class LabResult:
     slots: int | None = None  # how many measurement slots the machine has
     # scenarios measured again because the machine, not TCP, took the time (lab/repeats.py)
     repeats: list[Repeat] = field(default_factory=list)
+    # how late the NFQUEUE delayer released packets over the run (None: no delayer)
+    delayer_lateness: DelayerLateness | None = None
+
+    @property
+    def delayer_late_max_ms(self) -> float:
+        """The latest any packet of the run left the delayer after its due time, ms."""
+        return self.delayer_lateness.max_us / 1000 if self.delayer_lateness else 0.0
 
     @property
     def failures(self) -> list[tuple[str, Measurement]]:
@@ -222,6 +233,13 @@ class LabResult:
             if self.capture_off:
                 data["capture"] = f"packets not captured: {self.capture_off}"
             data["repeats"] = [repeat.to_json() for repeat in self.repeats]
+            if self.delayer_lateness is not None:
+                late = self.delayer_lateness
+                data["delayer_late_ms"] = {
+                    "median": round(late.median_us / 1000, 4),
+                    "p99": round(late.p99_us / 1000, 4),
+                    "max": round(late.max_us / 1000, 4),
+                }
         data["hz"] = self.hz
         data["scenarios"] = [s.to_json(measured=self.measured) for s in self.scenarios]
         return data

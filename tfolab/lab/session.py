@@ -42,6 +42,7 @@ from tfolab.runner import client
 from tfolab.runner.protocol import (
     Captured,
     Counters,
+    Done,
     Event,
     Failed,
     Iteration,
@@ -62,7 +63,7 @@ async def run(run_plan: RunPlan, on_progress: OnProgress | None = None) -> LabRe
     tell = on_progress or (lambda _progress: None)
     result = await _measure(run_plan, run_plan.plan.scenarios, tell)
     for index, scenario in enumerate(list(result.scenarios)):
-        evidence = disturbed(scenario)
+        evidence = disturbed(scenario, result.delayer_late_max_ms)
         if evidence is None:
             continue
         tell(RunNote(evidence.words()))
@@ -123,6 +124,9 @@ class _ResultBuilder:
                 self._captured(event)
             case Counters():
                 self._counters(event)
+            case Done():
+                if self.built is not None:
+                    self.built.delayer_lateness = event.delayer_lateness
 
     def result(self) -> LabResult:
         if self.built is None:

@@ -20,7 +20,7 @@ from tfolab.core import kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
 from tfolab.runner import netns, priority, truesize
 from tfolab.runner.backends import REINSTALL_FIX, install_delay
-from tfolab.runner.backends.base import InstalledDelay
+from tfolab.runner.backends.base import InstalledDelay, delayer_lateness
 from tfolab.runner.capture import Capture, CaptureUnavailable
 from tfolab.runner.capture_delayer import DelayerCapture
 from tfolab.runner.protocol import Done, Event, Failed, Job, Setup, frame
@@ -85,7 +85,7 @@ def main() -> int:
             for scenario in job.scenarios[1:]:
                 measure_scenario(network, prepare_scenario(network, scenario), emit)
             stats = delay.stop()  # the turn closes the capture next, then gives the slot back
-        emit(Done(delayer_stats=stats))
+        emit(Done(delayer_stats=stats, delayer_lateness=delayer_lateness(stats)))
         return 0
     except UserError as err:
         emit(Failed(err.reason, err.fix))

@@ -25,6 +25,7 @@ from tfolab.core import kernel, lifetime, native, slots
 from tfolab.core.errors import UserError
 from tfolab.runner import netns, netstack
 from tfolab.runner.backends import REINSTALL_FIX, install_delay
+from tfolab.runner.backends.base import delayer_lateness
 from tfolab.runner.bench_run import run_bench, start_servers
 from tfolab.runner.protocol import BenchJob, Done, Event, Failed, Setup, frame
 from tfolab.runner.turn import MeasuringTurn
@@ -75,7 +76,7 @@ def main() -> int:
             run_bench(job, servers, client, emit)
             servers.stop()
             stats = delay.stop()
-        emit(Done(delayer_stats=stats))
+        emit(Done(delayer_stats=stats, delayer_lateness=delayer_lateness(stats)))
         return 0
     except UserError as err:
         emit(Failed(err.reason, err.fix))

@@ -171,8 +171,22 @@ class BenchMeasured(msgspec.Struct, frozen=True, tag="bench_measured", tag_field
     client_cpu_ms: float = 0.0  # tfo-bench-client's own CPU (getrusage) meanwhile
 
 
+class DelayerLateness(msgspec.Struct, frozen=True):
+    """How late the NFQUEUE delayer released its packets over the whole run, from its
+    statistics: each packet's verdict time after its due time (read time + D), in
+    microseconds."""
+
+    median_us: float
+    p99_us: float
+    max_us: float
+
+
 class Done(msgspec.Struct, frozen=True, tag="done", tag_field="event"):
+    """The run ended: the delayer's statistics line as it printed it (for a report), and
+    its lateness, typed (None without a delayer)."""
+
     delayer_stats: str = ""
+    delayer_lateness: DelayerLateness | None = None
 
 
 class Failed(msgspec.Struct, frozen=True, tag="error", tag_field="event"):

@@ -18,6 +18,7 @@ and answers the same questions:
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import msgspec
 from tfolab.core.errors import UserError
 from tfolab.model.drops import Drop
 from tfolab.runner.delayer_lines import read_line
+from tfolab.runner.protocol import DelayerLateness
 
 Backend = Literal["netem", "nfqueue", "none"]
 BackendChoice = Literal["auto", "netem", "nfqueue", "none"]
@@ -126,6 +128,25 @@ class InstalledDelay:
         self.delayer = None
         lines = [line for line in out.splitlines() if not line.startswith("FLUSHED ")]
         return lines[-1].strip() if lines else ""
+
+
+def delayer_lateness(stats: str) -> DelayerLateness | None:
+    """The lateness figures of tfo-delay's statistics line (its JSON), or None where there
+    is no such line (no delayer) or it lacks them."""
+    if not stats.startswith("{"):
+        return None
+    try:
+        data = json.loads(stats)
+        return msgspec.convert(
+            {
+                "median_us": data["late_median_us"],
+                "p99_us": data["late_p99_us"],
+                "max_us": data["late_max_us"],
+            },
+            DelayerLateness,
+        )
+    except (ValueError, TypeError, KeyError, msgspec.ValidationError):
+        return None
 
 
 class DelayBackend(Protocol):
