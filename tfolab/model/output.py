@@ -102,6 +102,8 @@ def transmit(
         options += (cookie.option(),)
     arrival = env.link.arrival(now)
     lost = env.path.loses(sock.iteration, sock.connection, sock.side)
+    if lost and sock.connection in env.wheel_races:
+        env.drop_after_race = True  # the Nth packet may be another one in the race's other way
     if verdict == "lose":
         explanation += f"; a middlebox on the path drops it ({env.path.middlebox})"
         lost = True

@@ -138,6 +138,7 @@ def simulate(
     pacing_excess_ms: float = 0.0,
     pages_held: frozenset[PageWrite] = frozenset(),
     wheel_offsets: tuple[tuple[int, int], ...] = (),
+    explore_drop_races: bool = True,
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
 
@@ -153,6 +154,9 @@ def simulate(
     the offset its last copy stopped at (the other outcome of that race, held_pages).
     `wheel_offsets`: (connection, ticks) where that connection's timer-wheel buckets
     sit, the real jiffies counter being the model's plus the ticks (other_buckets).
+    `explore_drop_races`: where a drop lands after a wheel race, simulate the race's
+    other positions too and refuse if one leaves the domain (race_moves_a_drop);
+    False for those other positions themselves.
     """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
@@ -202,7 +206,7 @@ def simulate(
         raise ModelInputError(f"outside the model's domain: {outside}")
     events = world.recorder.timeline()
     predictions = predict(events, world.headlines, iterations, hz=hz, accuracy=accuracy)
-    return Simulation(
+    sim = Simulation(
         config=config,
         one_way_delay_ms=float(one_way_delay_ms),
         hz=hz,
@@ -226,6 +230,31 @@ def simulate(
         wheel_offsets=wheel_offsets,
         wheel_races=tuple(world.env.wheel_races),
     )
+    if explore_drop_races and world.env.drop_after_race:
+        refused = race_moves_a_drop(sim)
+        if refused is not None:
+            raise ModelInputError(f"outside the model's domain: {refused}")
+    return sim
+
+
+def race_moves_a_drop(sim: Simulation) -> str | None:
+    """A drop counts packets by their order, and a race of the timer wheel can change
+    that order (one SYN-ACK or two before the Nth packet): every other position of each
+    racing connection is simulated too, and if the drop lands where the model does not
+    follow in one of them, the scenario is refused with that reason (the capture may
+    show that outcome). None if every position stays in the domain."""
+    for connection in sim.wheel_races:
+        for offsets in _other_offsets(sim, connection):
+            try:
+                _again(sim, wheel_offsets=offsets)
+            except ModelInputError as err:
+                reason = str(err).removeprefix("outside the model's domain: ")
+                return (
+                    f"which packet the drop names depends on a race of the timer wheel "
+                    f"(connection {connection}: its timers' bucket against an arrival), and "
+                    f"the race's other way: {reason}"
+                )
+    return None
 
 
 def left_domain(world: World) -> str | None:
@@ -262,6 +291,7 @@ def _again(
         pacing_excess_ms=sim.pacing_excess_ms if pacing_excess_ms is None else pacing_excess_ms,
         pages_held=sim.pages_held if pages_held is None else pages_held,
         wheel_offsets=sim.wheel_offsets if wheel_offsets is None else wheel_offsets,
+        explore_drop_races=False,
     )
 
 
@@ -344,19 +374,24 @@ def other_buckets(sim: Simulation, connection: int) -> Iterator[Simulation]:
     (Simulation.wheel_races), which comes first depends on where the bucket's edges
     sit, and on which jiffy each arrival sees. Each is a whole simulation; none that
     leaves the model's domain."""
+    for offsets in _other_offsets(sim, connection):
+        try:
+            yield _again(sim, wheel_offsets=offsets)
+        except ModelInputError:
+            continue
+
+
+def _other_offsets(sim: Simulation, connection: int) -> Iterator[tuple[tuple[int, int], ...]]:
+    """Env.wheel_offsets for each other position of `connection`, the rest kept: whole
+    ticks, then quarter ticks, then all of them with late timers."""
     kept = tuple((c, o) for c, o in sim.wheel_offsets if c != connection)
     current = dict(sim.wheel_offsets).get(connection, 0)
     whole = [ticks * QUARTERS_PER_TICK for ticks in range(WHEEL_LEVEL1_TICKS)]
     parts = [q for q in range(WHEEL_LEVEL1_TICKS * QUARTERS_PER_TICK) if q not in whole]
     late = [LATE_TIMERS + q for q in whole + parts]  # its timers' work the host's reaction late
     for offset in whole + parts + late:
-        if offset == current:
-            continue
-        offsets = tuple(sorted((*kept, (connection, offset)) if offset else kept))
-        try:
-            yield _again(sim, wheel_offsets=offsets)
-        except ModelInputError:
-            continue
+        if offset != current:
+            yield tuple(sorted((*kept, (connection, offset)) if offset else kept))
 
 
 def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation:

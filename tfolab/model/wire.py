@@ -126,6 +126,9 @@ class Env:
     # the bucket decides (simulation.other_buckets)
     wheel_offsets: dict[int, int] = field(default_factory=dict)
     wheel_races: list[int] = field(default_factory=list)
+    # a drop landed on a connection after a wheel race was named on it: which packet
+    # is the Nth may depend on the race (simulation.race_moves_a_drop)
+    drop_after_race: bool = False
     _clocks: dict[int, tuple[JiffyClock, int]] = field(default_factory=dict)
 
     def clock_of(self, connection: int) -> tuple[JiffyClock, int]:
