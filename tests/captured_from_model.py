@@ -39,6 +39,7 @@ def as_captured(
             length=r.length,
             options=[with_bytes(o) for o in r.options],
             window=r.window if r.window is not None else 0,
+            lost=r.lost,
         )
         for r in rows
     ]

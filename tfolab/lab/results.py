@@ -85,13 +85,19 @@ class ScenarioResult:
     steal_ms: float = 0.0
 
     def compare_packets(self) -> None:
-        """The capture against the model (tfolab.lab.packets.compare); where the other order
-        of two applications woken at once fits the kernel better, that timeline is kept."""
+        """The capture against the model (tfolab.lab.packets.compare); where a race's other
+        outcome fits the kernel better (two applications woken at once, a timer-wheel
+        bucket, ...), that timeline is kept, and so are its headline predictions: each
+        iteration is judged against the timeline the kernel was shown to follow."""
         if self.captured is None:
             return
         starts = {m.i: m.start_ms for m in self.measurements if m.start_ms is not None}
         self.comparison = packets.compare(self.simulation, self.captured, starts, self.capture_lost)
         self.simulation = self.comparison.simulation
+        chosen = {p.i: p for p in self.simulation.predictions}
+        for m in self.measurements:
+            if m.i in chosen:
+                m.predicted_ms, m.tolerance_ms = chosen[m.i].predicted_ms, chosen[m.i].tolerance_ms
 
     @property
     def disagreements(self) -> tuple[Disagreement, ...]:
