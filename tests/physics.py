@@ -9,6 +9,10 @@ Rules:
   delayed ACK (4D + 40..48 ms at HZ=250).
 - A lost SYN or SYN-ACK adds its timeouts (TIMEOUT_MS: the first anywhere in
   its wheel bucket, the next ones on the grid), at HZ 250 and Linux 6.5+.
+- A lost request or response adds its tail-loss probe (PROBES): the first RTT
+  sample is the handshake's 2D and some microseconds, so the probe waits
+  2D + 200 ms rounded up past it to whole ticks, and fires within the next
+  tick (up to a level-1 bucket's 8 more from 63 ticks on).
 - The slack a real run may add is the model's stated accuracy, re-derived here
   from its constants: PER_PACKET_MS per packet on the path (the delay
   backend's error) and HOST_MS once; TICK_MS per timer is inside 40..48 ms.
@@ -59,6 +63,14 @@ HEADLINES: dict[tuple[str, str], list[tuple[int, int, int]]] = {
     ("loss", "syn-lost"): [(4, 0, 1), _4D],
     ("loss", "two-syns-lost"): [(4, 0, 2), _4D],
     ("loss", "synack-lost"): [(4, 0, 1), _4D],
+    # a lost request or response: 4D after its probe (PROBES); iteration 2 loses nothing
+    ("loss", "request-lost"): [_4D, _4D],
+    ("loss", "response-lost"): [_4D, _4D],
+}
+# (lab, scenario) -> per iteration: tail-loss probes on the path (0 where not listed)
+PROBES = {
+    ("loss", "request-lost"): [1, 0],
+    ("loss", "response-lost"): [1, 0],
 }
 # TCP_TIMEOUT_INIT: 250 ticks at HZ 250, on the wheel's level 1 (buckets of 8 ticks),
 # so the first fires 1000 < t <= 1032 ms after it was armed; the next, armed as the
@@ -80,7 +92,20 @@ def headline_range(
     if timeouts:
         waits = TIMEOUT_MS + (timeouts - 1) * LINEAR_TIMEOUT_MS
         low, high = low + waits, high + waits + TIMEOUT_BUCKET_MS + 1000.0 / hz
+    if PROBES.get((lab, scenario), [0] * i)[i - 1]:
+        ticks, spread = probe_ticks(delay_ms, hz)
+        tick_ms = 1000.0 / hz
+        low, high = low + ticks * tick_ms, high + (ticks + spread) * tick_ms
     return low, high
+
+
+def probe_ticks(delay_ms: float, hz: int = HZ) -> tuple[int, int]:
+    """A lone lost segment's probe after the handshake's sample (2D and some microseconds,
+    under 200 ms): (ticks it waits past, ticks it may fire within): 2D + 200 ms rounded up
+    past, then the next tick, or a level-1 bucket of 8 from 63 ticks on."""
+    tick_ms = 1000.0 / hz
+    ticks = int((2 * delay_ms + 200.0) // tick_ms) + 1
+    return ticks, (1 if ticks < 63 else 8)
 
 
 def measured_range(

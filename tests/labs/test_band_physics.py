@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.physics import HEADLINES, HZ, TICK_MS, headline_range
+from tests.physics import HEADLINES, HZ, PROBES, TICK_MS, headline_range
 from tfolab.lab.catalog import find_lab
 from tfolab.lab.plan import plan
 from tfolab.lab.prediction import predict
@@ -71,17 +71,20 @@ def test_every_tolerance_follows_the_formula() -> None:
     """timers x tick (a first SYN timeout: its bucket's 8) + packets x the backend's error
     + the host's overhead, exactly."""
     for lab in LABS:
-        # the transfer lab's answers beyond ten segments are refused below 2 ms (domain.py)
-        for delay_ms in (10.0,) if lab == "transfer" else (0.0, 10.0):
+        # the transfer lab's answers beyond ten segments are refused below 2 ms (domain.py),
+        # the loss lab's lost request and response below 0.5 ms (loss_probe.py)
+        for delay_ms in (10.0,) if lab in ("transfer", "loss") else (0.0, 10.0):
             for name, scenario in _predicted(lab, delay_ms, backend="nfqueue").items():
                 paths = scenario.simulation.predictions
                 for m, path in zip(scenario.measurements, paths, strict=True):
                     trips, delacks, timeouts = HEADLINES[(lab, name)][m.i - 1]
-                    # a first SYN timeout spreads over its 8-tick bucket, the next on the grid
-                    ticks = delacks + (8 + (timeouts - 1) if timeouts else 0)
+                    probes = PROBES.get((lab, name), [0] * m.i)[m.i - 1]
+                    # a first SYN timeout spreads over its 8-tick bucket, the next on the grid;
+                    # a probe over its tick (at 10 ms: 56 ticks, level 0, no rounding doubt)
+                    ticks = delacks + (8 + (timeouts - 1) if timeouts else 0) + probes
                     expected = ticks * TICK_MS + path.packets_on_path * 0.4 + 1.0
                     assert m.tolerance_ms == pytest.approx(expected, abs=1e-9), (lab, name)
-                    assert path.timers_on_path == delacks + timeouts, (lab, name, m.i)
+                    assert path.timers_on_path == delacks + timeouts + probes, (lab, name, m.i)
                     if delay_ms:
                         assert path.packets_on_path == trips, (lab, name, m.i)
 

@@ -26,7 +26,7 @@ EXPECTED = {
     ],
     "delack": ["nagle", "nodelay", "single-write", "cork", "quickack"],
     "transfer": ["first-flight", "slow-start", "long"],
-    "loss": ["syn-lost", "two-syns-lost", "synack-lost"],
+    "loss": ["syn-lost", "two-syns-lost", "synack-lost", "request-lost", "response-lost"],
 }
 
 

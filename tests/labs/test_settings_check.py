@@ -66,9 +66,11 @@ def test_what_check_accepts_the_model_simulates() -> None:
             if outside is None:  # found on the simulation's way (simulation.left_domain),
                 # still before anything runs: a reader race of the timeline's bursts, or
                 # a drop landing on a segment whose loss the model does not follow
-                if "the path loses" in str(err):
-                    assert str(err).startswith("outside the model's domain: the path loses")
+                if "the path lo" in str(err):  # loses, or lost (loss_probe.py)
+                    assert str(err).startswith("outside the model's domain: the path lo")
                     continue
+                if config.drop and "depends on a race of the timer wheel" in str(err):
+                    continue  # the race's other way loses another packet (race_moves_a_drop)
                 if config.drop and "congestion window" in str(err):
                     continue  # lost SYN-ACKs left a first window of 1 (tcp_init_transfer)
                 assert str(err).startswith("outside the model's domain: connection "), err

@@ -125,8 +125,9 @@ def _fire(sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: T
         return
     if sock.unsent:
         raise LossNotFollowed(
-            f"the {sock.side}'s tail-loss probe would carry new data (tcp_send_loss_probe "
-            "sends the unsent head first, past Nagle and the window): not modelled yet"
+            f"the path lost the {sock.side}'s {tail.what}, and its tail-loss probe would "
+            "carry new data (tcp_send_loss_probe sends the unsent head first, past Nagle "
+            "and the window): not modelled yet"
         )
     clock = sock.env.clock
     either = (
