@@ -12,7 +12,7 @@ import pytest
 
 from tfolab.lab.catalog import find_lab
 from tfolab.model import Note, Segment, Simulation, Timer
-from tfolab.model.clock import LATE_TIMERS, JiffyClock
+from tfolab.model.clock import COALESCED_TIMERS, LATE_TIMERS, JiffyClock
 from tfolab.model.handshake import tsecr_sample_ns
 from tfolab.model.rcv_space import receive_memory_for
 from tfolab.model.scenario import parse_settings
@@ -131,14 +131,15 @@ def test_the_synack_timer_doubles_on_the_grid() -> None:
 def test_other_buckets_tries_each_other_position_of_a_racing_connection() -> None:
     """Whole ticks first (each bucket edge), then every quarter tick (which jiffy an
     arrival sees): 31 other positions, in quarter ticks; then all 32 again with the
-    timers' work the host's reaction after their tick (LATE_TIMERS)."""
+    timers' work the host's reaction after their tick (LATE_TIMERS), and again with a
+    timer due within a tick before an arrival run at it (COALESCED_TIMERS)."""
     sim = _sim(600)
     others = [o.wheel_offsets for o in other_buckets(sim, 1)]
     assert others[:7] == [((1, 4 * k),) for k in range(1, 8)]
     assert sorted(others[:31]) == [((1, q),) for q in range(1, 32)]
-    assert others[31:] == [
-        ((1, LATE_TIMERS + q),) for q in [*range(0, 32, 4), *(q for q in range(32) if q % 4)]
-    ]
+    order = [*range(0, 32, 4), *(q for q in range(32) if q % 4)]
+    assert others[31:63] == [((1, LATE_TIMERS + q),) for q in order]
+    assert others[63:] == [((1, COALESCED_TIMERS + q),) for q in order]
 
 
 def test_a_timer_s_work_after_its_tick_can_decide_which_bucket_the_peer_s_timer_takes() -> None:
@@ -229,3 +230,32 @@ def test_a_drop_the_wheel_race_can_move_is_refused_with_the_race_s_other_way() -
     # a drop the race cannot move off what the model follows: both ways a SYN-ACK
     sim = _sim(13, drop="server:1,server:2", iterations=2)
     assert sim.counters["TCPSynRetrans"] >= 2
+
+
+def test_a_late_timer_softirq_can_meet_the_syn_and_both_answer_at_once() -> None:
+    """CI's fuzzer (seed 2026), synack-lost at D = 993.06 ms: the client's SYN again
+    reached the server 1.05 ms after its SYN-ACK timer's tick, and in two runs of three
+    the two SYN-ACKs left that far apart; in the third both left at the same instant (the
+    timer softirq ran late, as the SYN came in), reached the client together, and its
+    challenge ACK went before the request (seq 1, not 17). The coalesced positions
+    (COALESCED_TIMERS) run a timer due within a tick before an arrival at that arrival,
+    just before it."""
+    sim = _sim(993.06, drop="server:1")
+    assert 1 in sim.wheel_races
+    together = []
+    for other in other_buckets(sim, 1):
+        if dict(other.wheel_offsets)[1] < COALESCED_TIMERS:
+            continue
+        synacks = _synacks(other)
+        if len(synacks) >= 3 and synacks[1].time_ms == synacks[2].time_ms:
+            together.append(other)
+    assert together
+    client = [
+        e for e in together[0].events
+        if isinstance(e, Segment) and e.sender == "client" and e.connection == 1
+        and "SYN" not in e.flags
+    ]  # fmt: skip
+    handshake_ack, challenge, request = client[:3]
+    assert (handshake_ack.seq, handshake_ack.length) == (1, 0)
+    assert (challenge.seq, challenge.length) == (1, 0)
+    assert request.length == 16

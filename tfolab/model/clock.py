@@ -23,7 +23,9 @@ Rules:
   timer and the SYN-ACK timer, syn_timer.py, synack_timer.py).
 - A timer's work (what it sends) happens in the timer softirq, microseconds
   after its tick edge; where a packet it sent arrives D later within that much
-  of another tick edge, the jiffy the peer sees is a race (LATE_TIMERS).
+  of another tick edge, the jiffy the peer sees is a race (LATE_TIMERS); and a
+  timer whose softirq runs late may run as a segment arrives, both sent at once
+  (COALESCED_TIMERS).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ _LVL_BITS = 6
 # bucket (8 ticks: 0-31); LATE_TIMERS added to it says its timers' work comes late
 # (Env.timer_lateness_ns)
 LATE_TIMERS = 32
+# ... and COALESCED_TIMERS added instead: a timer due within a tick before a segment
+# reaches its socket runs at that segment's arrival, just before it (Env.timers_coalesce)
+COALESCED_TIMERS = 64
 
 
 def ms_to_ns(ms: float) -> int:

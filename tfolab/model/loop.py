@@ -93,7 +93,8 @@ from tfolab.model.window import DEFAULT_RECEIVE_SPACE, initial_wscale
 from tfolab.model.wire import Action, Env, Wire
 
 MAX_ACTIONS = 2_000_000
-KERNEL, APPLICATION, RELEASE = 0, 1, 2  # the order of actions at one instant
+# the order of actions at one instant: a coalesced timer's first (Env.call_first_at)
+FIRST, KERNEL, APPLICATION, RELEASE = -1, 0, 1, 2
 ReaderChoice = tuple[int, str, int, str]  # LockPoint.key
 # At D = 0, who runs first once a replayed SYN made a child (replay.py): the SYN's
 # softirq chain ends TIME_WAIT first; or the server application answers between the
@@ -213,6 +214,8 @@ class World:
             counters=self.counters,
             transmit=self._transmit,
             call_at=self._at,
+            call_first_at=partial(self._at, first=True),
+            next_arrival=self._next_arrival,
             call_app_at=self._next_call,
             wscale=initial_wscale(receive_space_bytes),
             rmem=receive_memory,
@@ -257,7 +260,13 @@ class World:
 
     # ------------------------------------------------------------ scheduling
     def _at(
-        self, t: int, action: Action, *, application: bool = False, release: bool = False
+        self,
+        t: int,
+        action: Action,
+        *,
+        application: bool = False,
+        release: bool = False,
+        first: bool = False,
     ) -> None:
         """Run `action` at t; an application's turn waits for the kernel's work at that
         instant, a release_sock for everything else at it."""
@@ -265,7 +274,7 @@ class World:
             raise ModelStuck(f"an action was scheduled in the past ({t} < {self.now} ns)")
         self._counter += 1
         order = -self._counter if application and self.latest_app_first else self._counter
-        kind = RELEASE if release else APPLICATION if application else KERNEL
+        kind = FIRST if first else RELEASE if release else APPLICATION if application else KERNEL
         heapq.heappush(self._queue, (t, kind, order, action))
 
     def _next_call(self, t: int, action: Action) -> None:
@@ -287,6 +296,15 @@ class World:
         burst = (wire.connection, wire.sender, arrival, self._acting)
         self._in_flight[burst] = self._in_flight.get(burst, 0) + 1
         self._at(arrival, lambda now: self._deliver(now, wire, burst))
+
+    def _next_arrival(self, connection: int, sender: str, start: int, end: int) -> int | None:
+        """The earliest arrival of `sender`'s segments on `connection` in (start, end)."""
+        times = [
+            arrival
+            for number, side, arrival, _ in self._in_flight
+            if (number, side) == (connection, sender) and start < arrival < end
+        ]
+        return min(times, default=None)
 
     def _arriving(self, connection: int, sender: str, now: int) -> bool:
         """Are more of `sender`'s segments on `connection` still to arrive at `now`?"""

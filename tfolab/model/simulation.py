@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tfolab.model import domain
-from tfolab.model.clock import LATE_TIMERS, ms_to_ns
+from tfolab.model.clock import COALESCED_TIMERS, LATE_TIMERS, ms_to_ns
 from tfolab.model.events import Event, Segment
 from tfolab.model.loop import (
     REPLAY_ORDERS,
@@ -370,7 +370,8 @@ def other_buckets(sim: Simulation, connection: int) -> Iterator[Simulation]:
     """The same simulation with `connection`'s timer-wheel buckets shifted by each other
     number of ticks within a level-1 bucket (WHEEL_LEVEL1_TICKS), then by each quarter
     tick too, then each of those with its timers' work the host's reaction after their
-    tick (clock.LATE_TIMERS), the rest kept: where an arrival met a timer inside its bucket
+    tick (clock.LATE_TIMERS), or run at an arrival due within a tick after it
+    (clock.COALESCED_TIMERS), the rest kept: where an arrival met a timer inside its bucket
     (Simulation.wheel_races), which comes first depends on where the bucket's edges
     sit, and on which jiffy each arrival sees. Each is a whole simulation; none that
     leaves the model's domain."""
@@ -383,13 +384,15 @@ def other_buckets(sim: Simulation, connection: int) -> Iterator[Simulation]:
 
 def _other_offsets(sim: Simulation, connection: int) -> Iterator[tuple[tuple[int, int], ...]]:
     """Env.wheel_offsets for each other position of `connection`, the rest kept: whole
-    ticks, then quarter ticks, then all of them with late timers."""
+    ticks, then quarter ticks, then all of them with late timers, then with timers
+    coalesced with an arrival."""
     kept = tuple((c, o) for c, o in sim.wheel_offsets if c != connection)
     current = dict(sim.wheel_offsets).get(connection, 0)
     whole = [ticks * QUARTERS_PER_TICK for ticks in range(WHEEL_LEVEL1_TICKS)]
     parts = [q for q in range(WHEEL_LEVEL1_TICKS * QUARTERS_PER_TICK) if q not in whole]
     late = [LATE_TIMERS + q for q in whole + parts]  # its timers' work the host's reaction late
-    for offset in whole + parts + late:
+    coalesced = [COALESCED_TIMERS + q for q in whole + parts]  # a late timer meets an arrival
+    for offset in whole + parts + late + coalesced:
         if offset != current:
             yield tuple(sorted((*kept, (connection, offset)) if offset else kept))
 

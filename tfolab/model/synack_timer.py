@@ -77,6 +77,7 @@ def _fire(
     *,
     width: int,
     spread: int,
+    deferred: bool = False,
 ) -> None:
     """reqsk_timer_handler: TCPTimeouts, the SYN-ACK again, the timer re-armed (doubled)."""
     request = sock.request
@@ -84,6 +85,20 @@ def _fire(
         return
     if generation != request.generation:
         return  # a retransmitted SYN pushed it (mod_timer_pending): another timer now
+    env = sock.env
+    if not deferred and env.timers_coalesce(sock.connection):
+        # the timer softirq ran late, as late as the client's next segment: it runs
+        # first there, and both that segment and the timer answer at once
+        arrival = env.next_arrival(sock.connection, "client", now, now + round(env.clock.tick_ns))
+        if arrival is not None:
+            env.call_first_at(
+                arrival,
+                lambda t: _fire(
+                    sock, t, generation, rto_ms, caused_by,
+                    width=width, spread=spread, deferred=True,
+                ),
+            )  # fmt: skip
+            return
     fired = retransmit.expired(
         sock,
         now,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tfolab.model.clock import LATE_TIMERS, JiffyClock, Link
+from tfolab.model.clock import COALESCED_TIMERS, LATE_TIMERS, JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.events import CookieInfo, Recorder, Side
 from tfolab.model.page_frag import PageWrite, TaskFrag
@@ -130,6 +130,10 @@ class Env:
     # is the Nth may depend on the race (simulation.race_moves_a_drop)
     drop_after_race: bool = False
     _clocks: dict[int, tuple[JiffyClock, int]] = field(default_factory=dict)
+    # run the action at t before anything else at t (a coalesced timer, timers_coalesce)
+    call_first_at: Callable[[int, Action], None] = lambda t, action: None
+    # the earliest arrival of a sender's segment on a connection in (start, end), if any
+    next_arrival: Callable[[int, str, int, int], int | None] = lambda c, s, a, b: None
 
     def clock_of(self, connection: int) -> tuple[JiffyClock, int]:
         """The jiffies clock `connection` sees, and its wheel offset in ticks: its
@@ -152,7 +156,15 @@ class Env:
         The timer softirq runs some microseconds after the tick that expired it, and an
         arrival D after what the timer sent can fall on either side of a later tick
         edge by them (simulation.other_buckets tries both)."""
-        return self.app_reaction_ns if self.wheel_offsets.get(connection, 0) >= LATE_TIMERS else 0
+        late = LATE_TIMERS <= self.wheel_offsets.get(connection, 0) < COALESCED_TIMERS
+        return self.app_reaction_ns if late else 0
+
+    def timers_coalesce(self, connection: int) -> bool:
+        """Does a timer of `connection` due within a tick before one of its segments
+        arrives run at that arrival, just before it (Env.wheel_offsets of
+        COALESCED_TIMERS or more)? The timer softirq can run late, as late as the
+        network's, and then both answer at once (synack_timer.py)."""
+        return self.wheel_offsets.get(connection, 0) >= COALESCED_TIMERS
 
     def wheel_race(self, connection: int) -> None:
         """An arrival met one of `connection`'s timers inside its wheel bucket."""
