@@ -22,6 +22,7 @@ from tfolab.lab.packet_rows import model_rows
 from tfolab.lab.plan import PlannedScenario
 from tfolab.model import Simulation
 from tfolab.model.captured import CapturedRow
+from tfolab.model.simulation import model_handshakes_ms, with_measured_round_trip
 from tfolab.runner.protocol import DelayerLateness
 
 
@@ -84,13 +85,30 @@ class ScenarioResult:
     # How long the hypervisor took the machine's CPUs meanwhile (steal, all CPUs).
     steal_ms: float = 0.0
 
+    @property
+    def round_trip_excess_ms(self) -> float | None:
+        """The most a measured handshake took beyond the model's 2D (connect() call to
+        return, where the model's is the plain round trip); None: none measured."""
+        plain = model_handshakes_ms(self.simulation)
+        excesses = [
+            m.connect_ms - plain[m.i]
+            for m in self.measurements
+            if m.connect_ms is not None and m.i in plain
+        ]
+        return max(excesses) if excesses else None
+
     def compare_packets(self) -> None:
         """The capture against the model (tfolab.lab.packets.compare); where a race's other
         outcome fits the kernel better (two applications woken at once, a timer-wheel
         bucket, ...), that timeline is kept, and so are its headline predictions: each
-        iteration is judged against the timeline the kernel was shown to follow."""
+        iteration is judged against the timeline the kernel was shown to follow. Where
+        the run's handshakes measured a round trip longer than the backend's error
+        allows, the model takes that as the host's (simulation.with_measured_round_trip)."""
         if self.captured is None:
             return
+        excess = self.round_trip_excess_ms
+        if excess is not None:
+            self.simulation = with_measured_round_trip(self.simulation, excess)
         starts = {m.i: m.start_ms for m in self.measurements if m.start_ms is not None}
         self.comparison = packets.compare(self.simulation, self.captured, starts, self.capture_lost)
         self.simulation = self.comparison.simulation
@@ -136,6 +154,9 @@ class ScenarioResult:
             if self.cpu_wait_ms is not None:
                 data["cpu_wait_ms"] = round(self.cpu_wait_ms, 3)
                 data["steal_ms"] = round(self.steal_ms, 3)
+            excess = self.round_trip_excess_ms
+            if excess is not None:
+                data["round_trip_excess_ms"] = round(excess, 3)
         data["predicted_counters"] = dict(self.simulation.counters)
         data["predicted_app"] = dict(self.simulation.app)
         data["timeline"] = [event.to_json() for event in self.simulation.events]

@@ -51,6 +51,10 @@ class Accuracy:
 
     per_packet_delay_error_ms: float = 0.2  # the delay backend's error per delayed packet
     host_overhead_ms: float = 0.5  # stack + scheduling overhead per measured interval
+    # A round trip beyond 2D as the run measured it on its own handshakes (connect()
+    # against the model's 2D; simulation.with_measured_round_trip), 0: not measured.
+    # Where larger than the backend's two packets' error, the senders' srtt may carry it.
+    measured_round_trip_excess_ms: float = 0.0
 
 
 @dataclass(frozen=True)

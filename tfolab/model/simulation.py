@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from tfolab.model import domain
 from tfolab.model.clock import COALESCED_TIMERS, LATE_TIMERS, ms_to_ns
-from tfolab.model.events import Event, Segment
+from tfolab.model.events import AppCall, Event, Segment
 from tfolab.model.loop import (
     REPLAY_ORDERS,
     LockPoint,
@@ -274,14 +274,16 @@ def _again(
     pacing_excess_ms: float | None = None,
     pages_held: frozenset[PageWrite] | None = None,
     wheel_offsets: tuple[tuple[int, int], ...] | None = None,
+    accuracy: Accuracy | None = None,
 ) -> Simulation:
-    """`sim` simulated again with one outcome of a race the other way."""
+    """`sim` simulated again with one outcome of a race the other way (or, with
+    `accuracy`, with the host's figures as the run measured them)."""
     return simulate(
         sim.config,
         one_way_delay_ms=sim.one_way_delay_ms,
         iterations=sim.iterations,
         hz=sim.hz,
-        accuracy=sim.accuracy,
+        accuracy=sim.accuracy if accuracy is None else accuracy,
         tick_phase_ms=sim.tick_phase_ms,
         receive_space_bytes=sim.receive_space_bytes,
         receive_memory=sim.receive_memory,
@@ -316,8 +318,47 @@ def other_replay_orders(sim: Simulation) -> tuple[Simulation, ...]:
 
 def rtt_excess_ms(accuracy: Accuracy) -> float:
     """How much longer than 2D the host's real round trip may be (Env.rtt_excess_ns):
-    the backend's error on each of its two packets."""
-    return 2 * accuracy.per_packet_delay_error_ms
+    the backend's error on each of its two packets, or, where the run measured more on
+    its own handshakes, that (Accuracy.measured_round_trip_excess_ms)."""
+    return max(2 * accuracy.per_packet_delay_error_ms, accuracy.measured_round_trip_excess_ms)
+
+
+def model_handshakes_ms(sim: Simulation) -> dict[int, float]:
+    """Each iteration's connect() (or Fast Open sendto(), which blocks as long) in the
+    model, call to return, where it is the plain round trip, SYN out and SYN-ACK back
+    in 2D (no timer fired): the iterations whose measured call times the host's own
+    round trip (the runner's connect_ms)."""
+    calls: dict[int, float] = {}
+    plain: dict[int, float] = {}
+    two_d = 2 * sim.one_way_delay_ms
+    for event in sim.events:
+        if not isinstance(event, AppCall) or event.side != "client":
+            continue
+        if event.call not in ("connect", "sendto"):
+            continue
+        if event.detail != "returns":
+            calls.setdefault(event.iteration, event.time_ms)
+        elif event.iteration in calls and event.iteration not in plain:
+            took = event.time_ms - calls[event.iteration]
+            if abs(took - two_d) < 1e-6:
+                plain[event.iteration] = took
+    return plain
+
+
+def with_measured_round_trip(sim: Simulation, excess_ms: float) -> Simulation:
+    """`sim` again where the run measured a round trip `excess_ms` beyond the model's
+    on its handshakes: tcp_synack_rtt_meas and tcp_ack_update_rtt seed each sender's
+    srtt with that handshake, so where it exceeds the backend's error, tcp_tso_autosize
+    (the GSO-size race, Segment.psh_race) and the loss probe's timer take it as the
+    host's excess (rtt_excess_ms). Unchanged where it does not exceed it, or where the
+    model cannot follow the scenario with it (then judged at the backend's figure)."""
+    if excess_ms <= rtt_excess_ms(sim.accuracy):
+        return sim
+    accuracy = dataclasses.replace(sim.accuracy, measured_round_trip_excess_ms=excess_ms)
+    try:
+        return _again(sim, accuracy=accuracy)
+    except (ModelInputError, LossNotFollowed):
+        return sim
 
 
 def slower_pacings(sim: Simulation) -> Iterator[Simulation]:
