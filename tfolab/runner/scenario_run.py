@@ -30,7 +30,7 @@ from tfolab.model.scenario import (
     SEND_BUFFER_BYTES,
     ScenarioConfig,
 )
-from tfolab.runner import netns, netstack, replay
+from tfolab.runner import netns, netstack, replay, settle
 from tfolab.runner.capture import (
     Capture,
     CapturedSegment,
@@ -144,6 +144,18 @@ def client_options(
 
 
 CLIENT_TIMEOUT_MS = 10_000  # per call of the native client; far above any lab's round trip
+# How long the warm-up's connection may take to end (its FINs: 3D, plus the server's
+# close) before the measured part starts anyway, with a note.
+WARM_UP_SETTLE_DELAYS = 6
+WARM_UP_SETTLE_MS = 1000.0
+
+
+def _warm_up_open(waited_s: float) -> str:
+    return (
+        f"the warm-up exchange's connection was still open after {waited_s * 1000:.0f} ms; "
+        "its teardown may overlap iteration 1 (its packets are not compared; its counters "
+        "would be)"
+    )
 
 
 def _warm_up_options(config: ScenarioConfig, host: str, port: int) -> native.ClientOptions:
@@ -190,6 +202,11 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             native.run_client(_warm_up_options(config, network.destination, server.port)),
             "warm-up exchange",
         )
+        # Its teardown (3D and the server's close) is not the model's: let it end, so that
+        # none of its timers (a tail-loss probe on a slow host) moves the measured counters.
+        settle_s = (WARM_UP_SETTLE_DELAYS * network.delay_ms + WARM_UP_SETTLE_MS) / 1000
+        if not settle.wait_until_over(settle_s):
+            emit(Note(scenario.name, _warm_up_open(settle_s)))
         if config.middlebox != "none":  # from here on: the model's warm-up connection too
             if network.set_middlebox is None:
                 raise UserError(
