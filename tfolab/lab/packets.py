@@ -80,10 +80,11 @@ from tfolab.lab.disagreements import (
     WrongWindow,
 )
 from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts
-from tfolab.model import Simulation
+from tfolab.model import Simulation, Timer
 from tfolab.model.captured import CapturedRow
 from tfolab.model.loop import LockPoint, ReaderChoice
 from tfolab.model.simulation import (
+    WHEEL_LEVEL1_TICKS,
     ModelInputError,
     held_pages,
     other_app_order,
@@ -194,7 +195,7 @@ def compare(
         return aligned, model
 
     cut: list[int] = []
-    chosen, aligned, model = _wheel_buckets((sim, *against(sim)), against)
+    chosen, aligned, model = _wheel_buckets((sim, *against(sim)), against, cut)
     chosen, aligned, model = _reader_races(chosen, aligned, model, against, cut)
     orders_named = orders_used = 0
     for race in (_other_app_order, other_replay_orders):
@@ -294,13 +295,21 @@ def _held_pages(
 
 
 def _wheel_buckets(
-    chosen: _Explained, against: Callable[[Simulation], tuple[list[Pair], list[Row]]]
+    chosen: _Explained,
+    against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+    cut: list[int],
 ) -> _Explained:
     """The timer-wheel races (Simulation.wheel_races): while the capture disagrees, each
     racing connection in turn, first seen first, with its buckets at each other position
-    (simulation.other_buckets), the others kept; the one with the fewest disagreements,
-    if fewer (the model's own position wins a tie). A connection an earlier choice
-    made race joins the list. Eight simulations at most per connection."""
+    (simulation.other_buckets: whole ticks, quarter ticks, late, coalesced), the others
+    kept; the one with the fewest disagreements, if fewer (the model's own position wins
+    a tie). A connection an earlier choice made race joins the list. Within
+    _search_size simulations in all, as the other searches: on a slow host every
+    arrival is late, so the search would otherwise try every position of every racing
+    connection (CI's emulated VM: over 3 minutes for two 300 kB answers at D = 574 ms);
+    `cut` gains that limit where it stopped with disagreements left."""
+    size, _ = _search_size(chosen[0])
+    budget = size
     best = chosen
     tried: set[int] = set()
     while any(_cost(best[1])):
@@ -309,13 +318,43 @@ def _wheel_buckets(
             break
         connection = todo[0]
         tried.add(connection)
+        if not _wheel_may_explain(best[0], best[1], connection):
+            continue
         for other in other_buckets(best[0], connection):
+            if budget <= 0:
+                cut.append(size)
+                return best
+            budget -= 1
             other_aligned, other_model = against(other)
             if _cost(other_aligned) < _cost(best[1]):
                 best = (other, other_aligned, other_model)
                 if not any(_cost(other_aligned)):
                     break
     return best
+
+
+def _wheel_may_explain(sim: Simulation, aligned: list[Pair], connection: int) -> bool:
+    """Could another wheel position remove one of `connection`'s disagreements? Not where
+    all of them are about time and the first arrives before any of its timers is due
+    (the earliest deadline less one level-1 bucket: a timer never runs before its
+    deadline, and a position moves that by less than a bucket): nothing earlier depends
+    on the wheel, so that lateness is the host's (on a slow or emulated host every
+    arrival is late, and each position is a whole simulation)."""
+    deadlines = [
+        e.deadline_ms for e in sim.events if isinstance(e, Timer) and e.connection == connection
+    ]
+    if not deadlines:
+        return False
+    reach_ms = min(deadlines) - WHEEL_LEVEL1_TICKS * 1000 / sim.hz
+    first: Pair | None = None
+    for pair in aligned:
+        row = pair.model or pair.kernel
+        if pair.disagreement is None or row is None or row.connection != connection:
+            continue
+        if not pair.disagreement.timing_only:
+            return True
+        first = first or pair
+    return first is None or first.model is None or first.model.arrived_ms >= reach_ms
 
 
 def _other_app_order(sim: Simulation) -> tuple[Simulation, ...]:

@@ -1,0 +1,65 @@
+"""The timer-wheel search (packets._wheel_buckets) tries a connection's other positions
+only where one could change a disagreement: not where every disagreement is about time
+and the first comes before any of the connection's timers is due. On a slow or emulated
+host every arrival is late, and each position is a whole simulation: CI's VM spent over
+3 minutes on two 300 kB answers at D = 574 ms (fuzzer seed 5394).
+
+No real run: the "capture" is the model's own segments, made late.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from tests.captured_from_model import as_captured
+from tfolab.lab import packet_rows, packets
+from tfolab.lab.catalog import find_lab
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import predict
+from tfolab.model import Simulation, Timer
+
+DELAY_MS = 574.28  # 2D beyond the SYN-ACK timer's second: a level-1 timer races the ACK
+
+
+def _scenario() -> Simulation:
+    result = predict(plan(find_lab("handshake"), "plain", 1, {}, delay_ms=DELAY_MS), hz=250)
+    sim = result.scenarios[0].simulation
+    assert sim.wheel_races == (1,)
+    return sim
+
+
+def _tried(sim: Simulation, late_from_ms: float, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many other positions the comparison simulates, against a capture whose
+    segments arriving from `late_from_ms` on (the model's clock) are 3 ms late."""
+    calls = []
+    real = packets.other_buckets
+
+    def counting(sim: Simulation, connection: int):  # type: ignore[no-untyped-def]
+        for other in real(sim, connection):
+            calls.append(connection)
+            yield other
+
+    monkeypatch.setattr(packets, "other_buckets", counting)
+    starts = packet_rows.model_starts(sim)
+    rows = [r for r in packet_rows.model_rows(sim) if not r.optional]
+    captured = as_captured(rows, origin_ms=starts[0])
+    late = [
+        msgspec.structs.replace(c, t_ms=c.t_ms + 3.0) if r.arrived_ms >= late_from_ms else c
+        for r, c in zip(rows, captured, strict=True)
+    ]
+    comparison = packets.compare(sim, late, {1: 0.0})
+    assert comparison.disagreements and comparison.timing_only
+    return len(calls)
+
+
+def test_a_host_late_from_the_start_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _tried(_scenario(), 0.0, monkeypatch) == 0
+
+
+def test_lateness_after_a_timer_is_due_is_still_searched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sim = _scenario()
+    due = min(e.deadline_ms for e in sim.events if isinstance(e, Timer) and e.connection == 1)
+    assert _tried(sim, due, monkeypatch) > 0
