@@ -9,11 +9,13 @@
  *   "server:N", N counting from 1.
  * - A plan is for the next connection to PORT: the first SYN (without ACK) to
  *   PORT after the line names its client port.  Only that connection's
- *   packets are counted, the client's (to PORT) and the server's (from PORT);
- *   every other packet passes uncounted, so an earlier connection's last
- *   packets, which may still be under way, never shift the count.  The lab
- *   sends a plan before each iteration's connection, so N counts within the
- *   iteration.  A packet counts as it reaches the queue, one per packet the
+ *   packets are counted, the client's (to PORT) and the server's (from PORT).
+ *   The lab sends a plan before each iteration's connection, so N counts within
+ *   the iteration's connection.  The plans of the last DROP_PLANS connections
+ *   stay in force: an earlier connection's last packets (its last ACK, which
+ *   may leave after the next connection began) count against its own plan,
+ *   never shifting the next one's.  Where two plans name the same client port
+ *   (a SYN replayed on an earlier connection's ports) the newer one counts.  A packet counts as it reaches the queue, one per packet the
  *   queue hands over (on the lab's lo, with TSO and GSO off, one per segment:
  *   the device cuts GSO packets in software first), and a retransmission is a
  *   new one.
@@ -67,9 +69,9 @@ static bool parse_entry(const char *s, const char *end, struct drop_entry *e)
     return false;
 }
 
-const char *drop_plan_parse(struct drop_plan *plan, const char *line)
+const char *drop_plan_parse(struct drop_book *book, const char *line)
 {
-    struct drop_plan next = { .active = true, .dropped = plan->dropped };
+    struct drop_plan next = { .active = true };
     if (strncmp(line, "DROP ", 5) != 0)
         return "not a DROP line: use DROP PORT LIST";
     const char *p = line + 5;
@@ -99,7 +101,8 @@ const char *drop_plan_parse(struct drop_plan *plan, const char *line)
                 return "the list ends with a comma";
         }
     }
-    *plan = next;
+    book->newest = (book->newest + 1) % DROP_PLANS;
+    book->plans[book->newest] = next;
     return NULL;
 }
 
@@ -133,28 +136,43 @@ static bool tcp_ports(const unsigned char *packet, uint32_t len, uint16_t *sport
     return true;
 }
 
-bool drop_plan_decide(struct drop_plan *plan, const unsigned char *packet, uint32_t len)
+/* The plan whose connection the packet belongs to, newest first; NULL: none. */
+static struct drop_plan *plan_of(struct drop_book *book, uint16_t sport, uint16_t dport,
+                                 int *sender)
+{
+    for (uint32_t back = 0; back < DROP_PLANS; back++) {
+        struct drop_plan *plan = &book->plans[(book->newest + DROP_PLANS - back) % DROP_PLANS];
+        if (!plan->active || plan->client_port == 0)
+            continue;
+        if (dport == plan->server_port && sport == plan->client_port) {
+            *sender = DROP_CLIENT;
+            return plan;
+        }
+        if (sport == plan->server_port && dport == plan->client_port) {
+            *sender = DROP_SERVER;
+            return plan;
+        }
+    }
+    return NULL;
+}
+
+bool drop_plan_decide(struct drop_book *book, const unsigned char *packet, uint32_t len)
 {
     uint16_t sport, dport;
     uint8_t flags;
-    if (!plan->active || packet == NULL || !tcp_ports(packet, len, &sport, &dport, &flags))
+    if (packet == NULL || !tcp_ports(packet, len, &sport, &dport, &flags))
         return false;
-    if (plan->client_port == 0 && dport == plan->server_port &&
+    struct drop_plan *newest = &book->plans[book->newest];
+    if (newest->active && newest->client_port == 0 && dport == newest->server_port &&
         (flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN)
-        plan->client_port = sport; /* the plan's connection begins */
+        newest->client_port = sport; /* the plan's connection begins */
     int sender;
-    if (plan->client_port == 0)
-        return false;
-    if (dport == plan->server_port && sport == plan->client_port)
-        sender = DROP_CLIENT;
-    else if (sport == plan->server_port && dport == plan->client_port)
-        sender = DROP_SERVER;
-    else
+    struct drop_plan *plan = plan_of(book, sport, dport, &sender);
+    if (plan == NULL)
         return false;
     uint32_t index = ++plan->seen[sender];
     for (uint32_t i = 0; i < plan->count; i++) {
         if (plan->drops[i].sender == sender && plan->drops[i].index == index) {
-            plan->dropped++;
             return true;
         }
     }

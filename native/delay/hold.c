@@ -110,7 +110,7 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
     int64_t sent = plausible ? q->sent_ns : stamp;
     if (q->sent_ns > 0 && !plausible)
         h->st->implausible_stamps++;
-    if (drop_plan_decide(h->plan, q->packet, q->cap_len)) {
+    if (drop_plan_decide(h->plans, q->packet, q->cap_len)) {
         /* Dropped at once, never held; recorded (if asked) at the time it was sent. */
         if (send_drop_verdict(n, q->id) != 0)
             h->st->verdict_errors++;

@@ -122,7 +122,7 @@ static int answer(const char *what, const char *why)
 }
 
 /* One whole control line: a drop plan or a middlebox mode, answered. */
-static int control_line(const char *line, bool overlong, struct drop_plan *plan,
+static int control_line(const char *line, bool overlong, struct drop_book *plans,
                         struct middlebox *mb)
 {
     if (overlong)
@@ -135,11 +135,11 @@ static int control_line(const char *line, bool overlong, struct drop_plan *plan,
         snprintf(done, sizeof done, "MIDDLEBOX %s", middlebox_mode_name(mb->mode));
         return answer(done, NULL);
     }
-    const char *why = drop_plan_parse(plan, line);
+    const char *why = drop_plan_parse(plans, line);
     return answer(why ? "REFUSED" : "DROPPING", why);
 }
 
-static int read_control(struct control *c, struct drop_plan *plan, struct middlebox *mb)
+static int read_control(struct control *c, struct drop_book *plans, struct middlebox *mb)
 {
     char buf[512];
     ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
@@ -159,7 +159,7 @@ static int read_control(struct control *c, struct drop_plan *plan, struct middle
         bool overlong = c->overlong;
         c->len = 0;
         c->overlong = false;
-        if (control_line(c->line, overlong, plan, mb) != 0)
+        if (control_line(c->line, overlong, plans, mb) != 0)
             return -1;
     }
     return 0;
@@ -226,13 +226,13 @@ int main(int argc, char **argv)
         recorder_open(&rec, opt.record_fd);
     if (opt.drop_record_fd >= 0)
         recorder_open(&drop_rec, opt.drop_record_fd);
-    struct drop_plan plan = { .active = false };
+    struct drop_book plans = { .newest = 0 }; /* no plan active */
     struct middlebox mb = { .mode = MB_NONE };
     struct control control = { .len = 0 };
     bool control_open = opt.control;
     struct nl nl = { .fd = open_netlink(), .queue = opt.queue };
     struct handler h = { .nl = &nl, .fifo = &fifo, .st = &st, .rec = &rec,
-                         .drop_rec = &drop_rec, .plan = &plan, .mb = &mb,
+                         .drop_rec = &drop_rec, .plans = &plans, .mb = &mb,
                          .delay_ns = opt.delay_ns,
                          .realtime_minus_monotonic_ns = realtime_minus_monotonic() };
     /* A socket that asks for receive timestamps turns on the kernel's stamping
@@ -333,7 +333,7 @@ int main(int argc, char **argv)
             continue; /* EAGAIN or EINTR: nothing read */
         }
         if (pfd[3].revents & (POLLIN | POLLHUP | POLLERR)) {
-            int got = read_control(&control, &plan, &mb);
+            int got = read_control(&control, &plans, &mb);
             if (got < 0) {
                 fprintf(stderr, PROG ": reading the control lines on stdin: %s\n",
                         strerror(errno));
@@ -341,7 +341,7 @@ int main(int argc, char **argv)
                 break;
             }
             if (got == 1)
-                control_open = false; /* end of file: the plan in force stays */
+                control_open = false; /* end of file: the plans in force stay */
         }
         if (pfd[1].revents & POLLIN) {
             uint64_t expirations;

@@ -140,15 +140,25 @@ struct drop_plan {
     uint32_t seen[2];     /* packets counted per sender since the plan began */
     uint32_t count;
     struct drop_entry drops[MAX_DROPS];
-    uint64_t dropped;     /* packets dropped since the start (every plan) */
 };
 
-/* Parse a control line "DROP PORT LIST" into *plan (its counts from zero).
- * Returns NULL, or the reason the line is refused (then *plan is unchanged). */
-const char *drop_plan_parse(struct drop_plan *plan, const char *line);
+/* The plans of the last DROP_PLANS connections: an iteration's connection may
+ * still be closing (its last ACK, a probe of its FIN) after the next one's plan
+ * was given, and its packets keep their own count. */
+#define DROP_PLANS 8u
+struct drop_book {
+    struct drop_plan plans[DROP_PLANS];
+    uint32_t newest; /* index of the plan given last */
+};
 
-/* Count a packet (its IP header onward) against the plan: true to drop it. */
-bool drop_plan_decide(struct drop_plan *plan, const unsigned char *packet, uint32_t len);
+/* Parse a control line "DROP PORT LIST" into the book's next plan (its counts
+ * from zero).  Returns NULL, or the reason the line is refused (then the book is
+ * unchanged). */
+const char *drop_plan_parse(struct drop_book *book, const char *line);
+
+/* Count a packet (its IP header onward) against the plan of its connection: true
+ * to drop it. */
+bool drop_plan_decide(struct drop_book *book, const unsigned char *packet, uint32_t len);
 
 /* ------------------------------------------------------------------------ */
 /* stats.c                                                                  */
@@ -239,7 +249,7 @@ struct handler {
     struct stats *st;
     struct recorder *rec; /* rec->fd < 0: not recording */
     struct recorder *drop_rec; /* the packets dropped, stamped when sent; fd < 0: none */
-    struct drop_plan *plan; /* plan->active false: nothing is dropped */
+    struct drop_book *plans; /* no active plan: nothing is dropped */
     struct middlebox *mb;   /* mb->mode MB_NONE: nothing is judged */
     int64_t delay_ns;
     bool stopping; /* the shutdown batch went out: what is read now is accepted by it */

@@ -390,6 +390,38 @@ def scenario_drop(args: argparse.Namespace) -> dict:
     }
 
 
+def scenario_drop_overlap(args: argparse.Namespace) -> dict:
+    """A connection's plan outlives the next plan: plan A names connection 1's fourth
+    client packet, plan B (nothing) begins connection 2, and then connection 1 sends
+    its third and fourth packets (two writes): the fourth is dropped, so it reaches the
+    server only with its tail-loss probe, 200 ms or more later."""
+    add_rule("tcp")
+    delayer = Delayer(args.binary, args.delay_ms, extra=("--control",), control=True)
+    if not delayer.ready:
+        return {"error": "delayer not ready", **delayer.stop()}
+    listener = listener_socket()
+    port = listener.getsockname()[1]
+    answers = [delayer.say(f"DROP {port} client:4")]
+    first, server_first, _ = tcp_pair(listener)  # client packets 1 (SYN) and 2 (ACK)
+    answers.append(delayer.say(f"DROP {port} -"))
+    second, server_second, _ = tcp_pair(listener)
+    second_echo = echo_ms(second, server_second)
+    first.send(b"a")  # client packet 3
+    server_first.recv(64)
+    t0 = time.monotonic_ns()
+    first.send(b"b")  # client packet 4: plan A's
+    server_first.recv(64)
+    fourth_ms = ms_since(t0)
+    for sock in (first, server_first, second, server_second, listener):
+        sock.close()
+    return {
+        "answers": answers,
+        "second_echo_ms": second_echo,
+        "fourth_ms": fourth_ms,
+        **delayer.stop(),
+    }
+
+
 def _tfo_exchange(listener: socket.socket) -> float:
     """One Fast Open connection (sendto with MSG_FASTOPEN: data in the SYN where a cookie
     is cached, else a cookie request), its request echoed; ms from sendto to the echo."""
@@ -486,6 +518,7 @@ SCENARIOS = {
     "overflow": scenario_overflow,
     "record": scenario_record,
     "drop": scenario_drop,
+    "drop_overlap": scenario_drop_overlap,
     "middlebox": scenario_middlebox,
 }
 

@@ -242,6 +242,19 @@ def test_a_plan_drops_the_packet_it_names_and_records_it(tfo_delay: str) -> None
     assert 0 <= (stamp - run["started_ns"]) / 1e6 < delay_ms  # sent at connect(), not held
 
 
+def test_a_plan_keeps_counting_its_connection_after_the_next_plan(tfo_delay: str) -> None:
+    """Each connection counts against its own plan: connection 1's fourth packet is
+    dropped although connection 2's plan (nothing) was given after connection 1 began,
+    as an iteration's last ACK may leave after the next iteration's plan (drop.c)."""
+    delay_ms = 5.0
+    run = run_in_netns("drop_overlap", tfo_delay, "--delay-ms", str(delay_ms))
+    assert run["returncode"] == 0, run["stderr"]
+    assert run["answers"] == ["DROPPING", "DROPPING"]
+    assert run["stats"]["dropped"] == 1
+    assert run["second_echo_ms"] < 200.0  # connection 2: its plan drops nothing
+    assert run["fourth_ms"] > 200.0  # connection 1's fourth packet: lost, probed 200 ms on
+
+
 def test_second_delayer_on_a_bound_queue_exits_2(tfo_delay: str) -> None:
     run = run_in_netns("busy", tfo_delay)
     assert run["second_returncode"] == 2

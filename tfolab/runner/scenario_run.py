@@ -144,10 +144,23 @@ def client_options(
 
 
 CLIENT_TIMEOUT_MS = 10_000  # per call of the native client; far above any lab's round trip
-# How long the warm-up's connection may take to end (its FINs: 3D, plus the server's
-# close) before the measured part starts anyway, with a note.
-WARM_UP_SETTLE_DELAYS = 6
-WARM_UP_SETTLE_MS = 1000.0
+# How long a part's connections may take to end (their FINs: 3D, the server's close, a
+# probe of a lost FIN 200 ms or more on) before the run goes on anyway, with a note: the
+# warm-up's before the measured part, the measured ones before the capture stops.
+SETTLE_DELAYS = 6
+SETTLE_MS = 1000.0
+
+
+def _settle_s(delay_ms: float) -> float:
+    return (SETTLE_DELAYS * delay_ms + SETTLE_MS) / 1000
+
+
+def _measured_open(waited_s: float) -> str:
+    return (
+        f"the measured connections were still open {waited_s * 1000:.0f} ms after the "
+        "capture's tail: the capture stops there, and what they send later is not compared "
+        "(its counters are)"
+    )
 
 
 def _warm_up_open(waited_s: float) -> str:
@@ -204,7 +217,7 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
         )
         # Its teardown (3D and the server's close) is not the model's: let it end, so that
         # none of its timers (a tail-loss probe on a slow host) moves the measured counters.
-        settle_s = (WARM_UP_SETTLE_DELAYS * network.delay_ms + WARM_UP_SETTLE_MS) / 1000
+        settle_s = _settle_s(network.delay_ms)
         if not settle.wait_until_over(settle_s):
             emit(Note(scenario.name, _warm_up_open(settle_s)))
         if config.middlebox != "none":  # from here on: the model's warm-up connection too
@@ -271,7 +284,11 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             replayed = (syn, sent_ns)
             tail_ms = network.delay_ms  # the RSTs come 4D after the replay
         if network.capture is not None:
-            captured, segments = _captured(network, scenario.name, measured, earlier, tail_ms)
+            captured, segments, settled = _captured(
+                network, scenario.name, measured, earlier, tail_ms
+            )
+            if not settled:
+                emit(Note(scenario.name, _measured_open(_settle_s(network.delay_ms))))
             if replayed is not None:
                 emit(_replay_iteration(scenario, segments, *replayed, measured[0]))
             emit(captured)
@@ -367,16 +384,19 @@ def _captured(
     measured: list[native.Sample],
     earlier: list[CapturedSegment] | None = None,
     tail_ms: float = 0.0,
-) -> tuple[Captured, list[CapturedSegment]]:
+) -> tuple[Captured, list[CapturedSegment], bool]:
     """Stop the capture once the last segments have crossed the delayed link.
 
     `earlier`: segments of earlier rounds of this capture (a replay restarts it).
-    Returns the event and every segment captured (the replay is timed on them).
+    Returns the event, every segment captured (the replay is timed on them), and
+    whether the connections were over when it stopped (settle.py).
     """
     assert network.capture is not None
     # After the client's close() the FINs and the last ACK need up to 3D more,
-    # and a delayed ACK of a FIN at most one delayed-ACK timer (40-50 ms).
+    # and a delayed ACK of a FIN at most one delayed-ACK timer (40-50 ms); a lost FIN
+    # or last ACK keeps a connection open until its probe is answered.
     time.sleep((3 * network.delay_ms + CAPTURE_TAIL_MS + tail_ms) / 1000)
+    settled = settle.wait_until_over(_settle_s(network.delay_ms))
     last = network.capture.stop()
     segments = sorted([*(earlier or []), *last.segments], key=lambda seg: seg.t_ns)
     origin = measured[0].connect_start_ns if measured else 0
@@ -390,7 +410,7 @@ def _captured(
         frames=pcap_frames(r.segment for r in rows),
         lost=last.lost,
     )
-    return captured, segments
+    return captured, segments, settled
 
 
 LOOPBACK_MTU = 65536
