@@ -66,6 +66,9 @@ HEADLINES: dict[tuple[str, str], list[tuple[int, int, int]]] = {
     # a lost request or response: 4D after its probe (PROBES); iteration 2 loses nothing
     ("loss", "request-lost"): [_4D, _4D],
     ("loss", "response-lost"): [_4D, _4D],
+    # a lost FIN or last ACK: after the response, so the headline does not move
+    ("loss", "fin-lost"): [_4D, _4D],
+    ("loss", "last-ack-lost"): [_4D, _4D],
 }
 # (lab, scenario) -> per iteration: tail-loss probes on the path (0 where not listed)
 PROBES = {

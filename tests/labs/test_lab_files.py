@@ -26,7 +26,15 @@ EXPECTED = {
     ],
     "delack": ["nagle", "nodelay", "single-write", "cork", "quickack"],
     "transfer": ["first-flight", "slow-start", "long"],
-    "loss": ["syn-lost", "two-syns-lost", "synack-lost", "request-lost", "response-lost"],
+    "loss": [
+        "syn-lost",
+        "two-syns-lost",
+        "synack-lost",
+        "request-lost",
+        "response-lost",
+        "fin-lost",
+        "last-ack-lost",
+    ],
 }
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import TIMING, LabMachine
 from tests.labs.lossy_runs import lossy_run
 
@@ -55,5 +57,51 @@ def test_a_lost_response_is_probed_by_the_server(lab_machine: LabMachine) -> Non
     lost, probe = _resent(scenario, "server")
     waited = probe["t_ms"] - 10 - lost["t_ms"]
     assert 56 * TICK_MS - 1 < waited <= 57 * TICK_MS + 1, waited  # 2D + 200 ms: 56 ticks
+    assert scenario["counters"]["TCPLossProbes"] == 1
+    assert scenario["counter_diff"] == []
+
+
+def _fin_and_probe(scenario: dict[str, Any], sender: str) -> tuple[float, float]:
+    """When connection 1's first FIN from `sender` left, and when its probe did (the
+    capture stamps arrivals: D later; the lost one is stamped as it was sent)."""
+    fins = [
+        r for r in scenario["captured"]
+        if r["connection"] == 1 and r["sender"] == sender and "FIN" in r["flags"]
+    ]  # fmt: skip
+    first, probe = fins
+    assert (first["seq"], first["ack"]) == (probe["seq"], probe["ack"])
+    return first["t_ms"], probe["t_ms"]
+
+
+@TIMING
+def test_a_lost_fin_is_probed_and_the_headline_does_not_move(lab_machine: LabMachine) -> None:
+    """D = 13 ms: the client's FIN alone in flight after two samples of 26 ms; the RTO
+    stays srtt + 200 ms (tcp_rtt_estimator), so the probe leaves on its 57th tick."""
+    scenario = lossy_run("--delay", "13", "--iterations", "2", lab="loss", scenario="fin-lost")
+    lost_ms, probe_ms = _fin_and_probe(scenario, "client")
+    waited = probe_ms - 13 - lost_ms
+    assert 57 * TICK_MS - 1 < waited <= 58 * TICK_MS + 1, waited
+    assert scenario["counters"]["TCPLossProbes"] == 1
+    assert "TCPLossProbeRecovery" not in scenario["counters"]  # its ACK is exactly the probe's
+    assert scenario["counter_diff"] == []
+    one, two = scenario["iterations"]
+    assert abs(one["predicted_ms"] - two["predicted_ms"]) < 1
+
+
+@TIMING
+def test_a_lost_last_ack_is_answered_again_from_time_wait(lab_machine: LabMachine) -> None:
+    """D = 13 ms: the server, in LAST_ACK, probes its FIN 228-232 ms after it left; the
+    client's TIME_WAIT answers with its last ACK again (tcp_timewait_state_process)."""
+    scenario = lossy_run("--delay", "13", "--iterations", "2", lab="loss", scenario="last-ack-lost")
+    sent_ms, probe_ms = _fin_and_probe(scenario, "server")
+    waited = probe_ms - sent_ms  # both stamped on arrival
+    assert 57 * TICK_MS - 1 < waited <= 58 * TICK_MS + 1, waited
+    last_acks = [
+        r for r in scenario["captured"]
+        if r["connection"] == 1 and r["sender"] == "client" and r["ack"] == 18
+        and r["flags"] == ["ACK"]
+    ]  # fmt: skip
+    assert [bool(r.get("lost")) for r in last_acks] == [True, False]
+    assert last_acks[1]["t_ms"] - probe_ms == pytest.approx(13, abs=1.5)
     assert scenario["counters"]["TCPLossProbes"] == 1
     assert scenario["counter_diff"] == []

@@ -106,8 +106,10 @@ def test_past_the_wheel_s_level_zero_the_probe_takes_its_bucket() -> None:
     ("drop", "settings", "says"),
     [
         ("client:3,client:4", {}, "tail-loss probe lost too"),
-        ("server:2", {}, "a segment without data"),  # the server's ACK of the request
-        ("client:2", {}, "a segment without data"),  # the handshake's ACK
+        ("server:2", {}, "a lost pure ACK"),  # the server's ACK of the request
+        ("client:2", {}, "a lost pure ACK"),  # the handshake's ACK
+        ("client:4", {}, "a lost pure ACK"),  # the client's ACK of the response
+        ("server:4", {}, "probe races this one"),  # the FIN that acknowledged the client's
         ("client:3", {"pattern": "wwr", "nodelay": "true"}, "more data left before"),
     ],
 )
@@ -125,3 +127,40 @@ def test_below_the_application_s_reaction_the_capture_cannot_order_it() -> None:
         _sim("client:3", 0.0)
     with pytest.raises(ModelInputError, match="either order"):
         _sim("client:3", 0.4)
+
+
+def test_a_lost_fin_is_probed_as_data_is() -> None:
+    """The client's FIN alone in flight (FIN_WAIT1): tcp_schedule_loss_probe asks nothing
+    of the state, and the probe sends the FIN again on the RTO's tick. The client had two
+    samples of 26 ms (the handshake's, the request's): the RTO is still srtt + 200 ms."""
+    sim = _sim("client:5")
+    lost, fired, probe = _probe(sim)
+    assert lost.what == "FIN" and lost.flags == probe.flags == ("FIN", "ACK")
+    assert (probe.seq, probe.length) == (lost.seq, 0) and probe.what == "FIN again"
+    assert 57 * 4.0 < fired.time_ms - lost.time_ms <= 58 * 4.0
+    assert sim.counters.get("TCPLossProbes") == 1
+    assert "TCPLossProbeRecovery" not in sim.counters  # the server's FIN acks exactly the probe
+
+
+def test_a_lost_last_ack_has_the_server_probe_its_fin_and_time_wait_answer() -> None:
+    """The client's last ACK lost: the server's FIN, alone in flight in LAST_ACK, is probed
+    on the RTO's tick after it left (not after the ACK was lost); the client's TIME_WAIT
+    answers the FIN with its last ACK again (tcp_timewait_state_process)."""
+    sim = _sim("client:6")
+    segments = [e for e in sim.events if isinstance(e, Segment) and e.connection == 1]
+    [lost] = [e for e in segments if e.lost]
+    assert lost.sender == "client" and lost.flags == ("ACK",)
+    [fin] = [e for e in segments if e.sender == "server" and e.what == "FIN"]
+    [fired] = [e for e in sim.events if isinstance(e, Timer) and e.name == "tlp"]
+    assert fired.side == "server" and 57 * 4.0 < fired.time_ms - fin.time_ms <= 58 * 4.0
+    [probe] = [e for e in segments if e.caused_by == fired.id]
+    assert (probe.flags, probe.seq, probe.ack) == (fin.flags, fin.seq, fin.ack)
+    [again] = [e for e in segments if e.caused_by == probe.id]
+    assert (again.sender, again.flags, again.seq, again.ack) == ("client", *_numbers(lost))
+    assert again.window == lost.window
+    assert "tcp_timewait_state_process" in again.explanation
+    assert sim.counters == {"TCPLossProbes": 1}
+
+
+def _numbers(segment: Segment) -> tuple[tuple[str, ...], int, int | None]:
+    return segment.flags, segment.seq, segment.ack

@@ -33,7 +33,8 @@ class Flight:
 
 @dataclass(frozen=True)
 class LostTail:
-    """A lone data segment the path lost, waiting for its tail-loss probe (loss_probe.py)."""
+    """A lone data segment or FIN the path lost, waiting for its tail-loss probe
+    (loss_probe.py); `end` counts the FIN's sequence number."""
 
     seq: int
     end: int

@@ -2,15 +2,17 @@
 
 Rules (Linux 6.1 and 6.18, identical here; tcp_output.c tcp_schedule_loss_probe
 and tcp_send_loss_probe, tcp_input.c tcp_process_tlp_ack):
-- tcp_write_xmit arms the probe timer after it sends new data: twice srtt, plus
-  tcp_rto_min (200 ms) with one segment out, rounded up to jiffies
-  (usecs_to_jiffies), and never later than the RTO from the head's send time
-  (tcp_rto_delta_us: icsk_rto itself, the head just sent). After the first RTT
-  sample m the RTO is m + max(2m, 200 ms) (tcp_rtt_estimator, __tcp_set_rto),
-  so up to m = 200 ms the probe comes at the RTO's own jiffy, later at 2m +
-  200 ms. The kernel's m is the model's round trip plus microseconds of host
-  time; where those could move either figure across a jiffy, the probe may
-  come a tick later (its spread says so).
+- tcp_write_xmit arms the probe timer after it sends new data or a FIN:
+  twice srtt, plus tcp_rto_min (200 ms) with one segment out, rounded up to
+  jiffies (usecs_to_jiffies), and never later than the RTO from the head's
+  send time (tcp_rto_delta_us: icsk_rto itself, the head just sent). The RTO
+  is srtt + rttvar from every sample so far (rtt_estimator.py); after one
+  sample m it is m + max(2m, 200 ms), so up to m = 200 ms the probe comes at
+  the RTO's own jiffy, later at 2m + 200 ms. The kernel's samples are the
+  model's round trips plus microseconds of host time; where those could move
+  either figure across a jiffy, the probe may come a tick later (its spread
+  says so). tcp_schedule_loss_probe asks nothing of the state: a FIN alone in
+  flight (FIN_WAIT1, LAST_ACK) is probed as data is.
 - When it fires with nothing unsent, tcp_send_loss_probe sends the last
   segment again (__tcp_retransmit_skb): the same bytes and flags, this
   moment's ACK and window, TCPLossProbes counted, tlp_high_seq = snd_nxt. It
@@ -21,23 +23,28 @@ and tcp_send_loss_probe, tcp_input.c tcp_process_tlp_ack):
   episode (no loss); the first ACK beyond it counts TCPLossProbeRecovery and
   cuts the window once: tcp_init_cwnd_reduction (CUBIC's ssthresh, cwnd x
   717/1024, at least 2), tcp_end_cwnd_reduction (cwnd = ssthresh).
-- The model follows a probe where the lost segment carried data and went out
-  alone, after exactly one RTT sample and no retransmission on its connection,
-  and the socket sent no other data before the probe. A second segment, a
-  probe of new data, a lost probe (the RTO after it), a FIN: refused, each with
-  its reason. So is a one-way delay below the application's reaction time:
-  there the capture's order of the lost segment and the one sent just before
-  it is a race of microseconds (the lost one stamped as sent, the other as
-  released), which the comparison does not follow yet.
+- The model follows a probe where the lost segment carried data or was a FIN
+  alone, acknowledged nothing its peer still waited for (else the peer's own
+  probe races it), went out with nothing else in flight, on a connection that has
+  retransmitted nothing, and the socket sent no other data or FIN before the
+  probe. A second segment, a probe of new data, a lost probe (the RTO after
+  it), a lost pure ACK: refused, each with its reason. So is a one-way delay
+  below the application's reaction time: there the capture's order of the
+  lost segment and the one sent just before it is a race of microseconds (the
+  lost one stamped as sent, the other as released), which the comparison does
+  not follow yet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
-from tfolab.model.flights import Flight, LostTail
+from tfolab.model import rtt_estimator
+from tfolab.model.flights import LostTail
 from tfolab.model.path import LossNotFollowed
-from tfolab.model.sock import RTO_MIN_NS, TcpSock
+from tfolab.model.rtt_estimator import RTO_MIN_US
+from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpState
 
 NS_PER_US = 1000
@@ -45,65 +52,108 @@ US_PER_SECOND = 1_000_000
 CUBIC_BETA = 717  # tcp_cubic.c beta, over BICTCP_BETA_SCALE 1024
 BICTCP_BETA_SCALE = 1024
 SENDING_STATES = (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
+FIN_STATES = (TcpState.FIN_WAIT1, TcpState.LAST_ACK)  # where tcp_send_fin leaves a socket
 # output.transmit, handed in by output.py (which calls this module as it sends)
 Transmit = Callable[..., int]
 
 
-def probe_jiffies(sock: TcpSock, m_us: int) -> int:
-    """tcp_schedule_loss_probe's timeout with one segment out, after one RTT sample of
-    `m_us` microseconds: min(usecs_to_jiffies(2m + rto_min), icsk_rto)."""
-    hz = sock.env.clock.hz
-    per_jiffy = US_PER_SECOND // hz  # usecs_to_jiffies: HZ 250 divides 10^6
-    rto_min_us = RTO_MIN_NS // NS_PER_US
-    rto = -(-(m_us + max(2 * m_us, rto_min_us)) // per_jiffy)  # __tcp_set_rto, rounded up
-    probe = -(-(2 * m_us + rto_min_us) // per_jiffy)
+def probe_jiffies(sock: TcpSock, shift_us: int) -> int:
+    """tcp_schedule_loss_probe's timeout with one segment out, the RTT samples each
+    `shift_us` longer than the model's: min(usecs_to_jiffies(2 srtt + rto_min), icsk_rto)."""
+    rtt = rtt_estimator.estimate(sock.rtt_history, shift_us)
+    assert rtt is not None
+    per_jiffy = US_PER_SECOND // sock.env.clock.hz  # usecs_to_jiffies: HZ 250 divides 10^6
+    rto = -(-rtt.rto_us // per_jiffy)  # __tcp_set_rto, rounded up
+    probe = -(-((rtt.srtt_x8 >> 2) + RTO_MIN_US) // per_jiffy)
     return min(probe, rto)
 
 
-def refusal(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> str | None:
+def refusal(
+    sock: TcpSock, flags: tuple[str, ...], payload: bytes, *, first_ack: bool = False
+) -> str | None:
     """Why the model cannot follow the loss of this segment (not a SYN) with a probe;
-    None if it can."""
+    None if it can. `first_ack`: the segment acknowledged more than this side's earlier
+    segments had."""
     who = f"the {sock.side}'s"
     if sock.probing:
         return f"{who} tail-loss probe lost too: the RTO after it"
-    if not payload:
-        return "a segment without data: a lost FIN or ACK"
-    if "FIN" in flags:
-        return "data with a FIN"
-    if sock.env.link.one_way_delay_ns < sock.env.app_reaction_ns:
+    if not payload and "FIN" not in flags:
         return (
-            f"D below {sock.env.app_reaction_ns / 1e6:g} ms: a dropped segment is recorded "
-            "at its send time and the segment sent just before it at its release, "
-            "microseconds apart, so the capture may show them in either order"
+            "a lost pure ACK: the peer's timers for what it acknowledged, and the later "
+            "segment that acknowledges it again"
         )
-    if sock.state not in SENDING_STATES:
-        return f"{who} data sent in {sock.state.name}"
+    if payload and "FIN" in flags:
+        return "data with a FIN"
+    if (why := _capture_order_race(sock)) is not None:
+        return why
+    if sock.state not in (FIN_STATES if "FIN" in flags else SENDING_STATES):
+        return f"{who} {'FIN' if 'FIN' in flags else 'data'} sent in {sock.state.name}"
     if sock.lost_tail is not None:
         return f"a second segment lost while {who} first waits for its probe"
+    peer = sock.peer
+    if first_ack and peer is not None and any(f.end <= sock.rcv_nxt for f in peer.flights):
+        return (
+            f"it carried the first ACK of what the {peer.side} sent last, so the "
+            f"{peer.side}'s own probe races this one's (a FIN or data sent twice, "
+            "answered with a D-SACK)"
+        )
     if sock.flights:
         return (
             f"{who} segment lost with {len(sock.flights)} other(s) in flight: RACK "
             "(tcp_rack_mark_lost) and the probe of a flight"
         )
-    if sock.rtt_samples != 1 or sock.total_retrans:
+    if sock.total_retrans:
         return (
-            f"{who} segment lost after {sock.rtt_samples} RTT samples or a retransmission: "
-            "the RTO after tcp_rtt_estimator's later rounds"
+            f"{who} segment lost after a retransmission: the RTO's backoff and Karn's rule "
+            "(no sample from a retransmitted segment)"
         )
     return None
 
 
+def _capture_order_race(sock: TcpSock) -> str | None:
+    if sock.env.link.one_way_delay_ns >= sock.env.app_reaction_ns:
+        return None
+    return (
+        f"D below {sock.env.app_reaction_ns / 1e6:g} ms: a dropped segment is recorded "
+        "at its send time and the segment sent just before it at its release, "
+        "microseconds apart, so the capture may show them in either order"
+    )
+
+
 def lost(sock: TcpSock, now: int, tail: LostTail, transmit: Transmit) -> None:
     """The path lost `tail`, sent alone: the probe timer, as tcp_write_xmit arms it."""
-    assert sock.srtt_ns is not None
-    m_us = sock.srtt_ns // NS_PER_US
-    low = probe_jiffies(sock, m_us + 1)  # the kernel's sample is never exactly the model's
-    high = probe_jiffies(sock, m_us + max(1, sock.env.rtt_excess_ns // NS_PER_US))
+    low = probe_jiffies(sock, 1)  # the kernel's samples are never exactly the model's
+    high = probe_jiffies(sock, max(1, sock.env.rtt_excess_ns // NS_PER_US))
     expires = sock.jiffies(now) + low
     fire_ns, width = sock.wheel_timer(now, expires)
     spread = width if width > 1 else 1 + (high - low)
     sock.lost_tail = tail
     sock.env.call_at(fire_ns, lambda t: _fire(sock, t, low, high, spread, transmit))
+
+
+def last_ack_lost(sock: TcpSock, now: int, transmit: Transmit) -> str | None:
+    """The path lost `sock`'s pure ACK: the reason the model cannot follow it, or None
+    when it is the last ACK of a close, sent from TIME_WAIT to a peer whose FIN is all
+    it has in flight. Nothing will acknowledge that FIN now but the answer to its
+    probe, so the peer's probe timer, armed when the FIN left, fires (as for a lost
+    FIN) and the FIN reaches TIME_WAIT again (time_wait.py)."""
+    peer = sock.peer
+    if sock.state is not TcpState.TIME_WAIT or peer is None:
+        return (
+            "a lost pure ACK: the peer's timers for what it acknowledged, and the later "
+            "segment that acknowledges it again"
+        )
+    fins = [f for f in peer.flights if not f.data and f.end == peer.snd_nxt]
+    if peer.state is not TcpState.LAST_ACK or len(peer.flights) != 1 or not fins:
+        return f"a lost last ACK while the {peer.side} is in {peer.state.name}"
+    if (why := _capture_order_race(sock)) is not None:
+        return why
+    if peer.lost_tail is not None or peer.total_retrans:
+        return f"a lost last ACK after the {peer.side} retransmitted"
+    fin = fins[0]
+    tail = LostTail(fin.seq, fin.end, ("FIN", "ACK"), b"", "FIN", fin.event_id)
+    lost(peer, fin.sent_ns, tail, transmit)
+    return None
 
 
 def sent_meanwhile(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> None:
@@ -144,8 +194,8 @@ def _fire(sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: T
         explanation=(
             f"tail-loss probe timer fired: {tail.what} unacknowledged "
             f"{clock.jiffies_to_ms(low):g} ms{either} after it left (tcp_schedule_loss_probe: "
-            "2 srtt + 200 ms with one segment out, no later than the RTO, srtt + max(2 srtt, "
-            "200 ms) after the first sample; rounded up to ticks)"
+            "2 srtt + 200 ms with one segment out, no later than the RTO, srtt + rttvar from "
+            "tcp_rtt_estimator; rounded up to ticks)"
         ),
         cause="the timer expired",
         caused_by=tail.event_id,
@@ -162,7 +212,8 @@ def _fire(sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: T
             payload=tail.payload,
             what=f"{tail.what} again",
             explanation=(
-                f"{tail.what} ({len(tail.payload)} B) sent again as the tail-loss probe "
+                f"{tail.what}{f' ({len(tail.payload)} B)' if tail.payload else ''} sent again "
+                "as the tail-loss probe "
                 "(tcp_send_loss_probe -> __tcp_retransmit_skb): nothing unsent, so the last "
                 "segment; the same bytes, this moment's ACK and window"
             ),
@@ -173,7 +224,7 @@ def _fire(sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: T
         sock.probing = False
     sock.count("TCPLossProbes")
     # no TCPCB_RETRANS: its ACK samples the RTT from now (tcp_clean_rtx_queue)
-    sock.flights[0] = Flight(tail.seq, tail.end, now, False, event_id)
+    sock.flights[0] = replace(sock.flights[0], sent_ns=now, event_id=event_id)
     sock.tlp_high_seq = sock.snd_nxt
 
 

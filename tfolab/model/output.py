@@ -83,6 +83,7 @@ def transmit(
                 "in which case no ACK is pending and none leaves here"
             )
         sock.merged_burst_end = None  # the first ACK after the burst is the one in doubt
+    acked_before = sock.rcv_wup  # what this side's earlier segments acknowledged
     if ack is not None:
         if "SYN" not in flags:  # a SYN-ACK's window is the initial one, unscaled
             sock.rspace.advertise(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
@@ -110,7 +111,9 @@ def transmit(
     probe = False
     if lost:
         arrival = now  # it never arrives: recorded at its send time, as the delayer does
-        probe = _check_loss(sock, flags, payload, what)
+        probe = _check_loss(
+            sock, now, flags, payload, what, first_ack=ack is not None and ack > acked_before
+        )
     event = env.recorder.segment(
         iteration=sock.iteration,
         connection=sock.connection,
@@ -157,7 +160,8 @@ def transmit(
     if not lost:
         env.transmit(wire, arrival)
     elif probe:
-        tail = LostTail(seq, seq + len(payload), flags, payload, what, event.id)
+        end = seq + len(payload) + (1 if "FIN" in flags else 0)  # a FIN takes a number
+        tail = LostTail(seq, end, flags, payload, what, event.id)
         loss_probe.lost(sock, now, tail, transmit)
     if ack is not None:
         _ack_sent(sock, now, event.id, what)
@@ -226,10 +230,19 @@ def _timer_may_win(sock: TcpSock, now: int) -> bool:
     return now + sock.env.app_reaction_ns > earliest
 
 
-def _check_loss(sock: TcpSock, flags: tuple[str, ...], payload: bytes, what: str) -> bool:
+def _check_loss(
+    sock: TcpSock,
+    now: int,
+    flags: tuple[str, ...],
+    payload: bytes,
+    what: str,
+    *,
+    first_ack: bool,
+) -> bool:
     """The losses the model follows: a client's SYN, Fast Open's too (syn_timer.py), a
     SYN-ACK that is not a Fast Open child's (synack_timer.py), and a lone data segment
-    (its tail-loss probe: True, loss_probe.py). Any other lost segment ends the run
+    or FIN (its tail-loss probe: True, loss_probe.py), and the last ACK of a close (the
+    peer's probe of its FIN). Any other lost segment ends the run
     outside the domain, with the reason."""
     if sock.side == "server" and flags == ("SYN", "ACK") and not sock.tfo_child:
         return False
@@ -242,14 +255,20 @@ def _check_loss(sock: TcpSock, flags: tuple[str, ...], payload: bytes, what: str
             "not modelled yet"
         )
         raise LossNotFollowed(reason)
-    why = loss_probe.refusal(sock, flags, payload)
-    if why is None:
-        return True
+    if flags == ("ACK",) and not payload:
+        why = loss_probe.last_ack_lost(sock, now, transmit)
+        if why is None:
+            return False  # the peer's probe repairs it
+    else:
+        why = loss_probe.refusal(sock, flags, payload, first_ack=first_ack)
+        if why is None:
+            return True
     raise LossNotFollowed(
         f"the path loses the {sock.side}'s {what} ({why}): what follows needs the "
         "retransmission timer after the handshake beyond a lone segment's tail-loss probe, "
         "not modelled yet; the model follows the loss of the client's SYN (drop=client:1), "
-        "of the server's SYN-ACK (drop=server:1), and of a lone data segment (its probe)"
+        "of the server's SYN-ACK (drop=server:1), and of a lone data segment or FIN (its "
+        "probe)"
     )
 
 

@@ -4,11 +4,11 @@ Rules (tcp_rcv_established / tcp_rcv_state_process, in this order):
 - a segment carrying an earlier connection's numbers on this 4-tuple (a
   TIME_WAIT socket's ACK, replay.py) is refused; in SYN_RECV its ACK draws a
   RST (tcp_ack fails, tcp_v4_send_reset);
-- in SYN_SENT only a SYN-ACK matters (handshake.receive_synack); a socket in
-  CLOSED or LISTEN ignores everything here (the listener's SYN goes to
-  handshake.accept_syn); the client's SYN again reaches the request in
-  SYN_RECV (synack_timer.syn_again), and any SYN after the handshake draws a
-  challenge ACK (_syn_after_handshake);
+- in SYN_SENT only a SYN-ACK matters (handshake.receive_synack); TIME_WAIT
+  answers as time_wait.py says; a socket in CLOSED or LISTEN ignores everything
+  here (the listener's SYN goes to handshake.accept_syn); the client's SYN
+  again reaches the request in SYN_RECV (synack_timer.syn_again), and any SYN
+  after the handshake draws a challenge ACK (_syn_after_handshake);
 - a segment that ends before rcv_wup (the handshake's ACK that the first data
   overtook at D = 0, loop.py) fails tcp_sequence in tcp_validate_incoming and is
   dropped; tcp_send_dupack answers it with an ACK unless tcp_oow_rate_limited
@@ -34,7 +34,7 @@ The application runs after all that, when the loop wakes its script.
 
 from __future__ import annotations
 
-from tfolab.model import delack_timer, loss_probe, synack_timer
+from tfolab.model import delack_timer, loss_probe, synack_timer, time_wait
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
 from tfolab.model.handshake import ack_of_synack, receive_synack
 from tfolab.model.output import push, send_ack
@@ -63,6 +63,9 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
         return
     if sock.state is TcpState.SYN_SENT:
         receive_synack(sock, now, wire)
+        return
+    if sock.state is TcpState.TIME_WAIT:
+        time_wait.receive(sock, now, wire)
         return
     if sock.state in (TcpState.CLOSED, TcpState.LISTEN):
         return
@@ -119,7 +122,7 @@ def _syn_after_handshake(sock: TcpSock, now: int, wire: Wire) -> None:
             return
         synack_timer.syn_again(sock, now, wire)
         return
-    if sock.state in (TcpState.TIME_WAIT, TcpState.CLOSED):
+    if sock.state is TcpState.CLOSED:
         sock.env.beyond_domain.append(
             f"a {wire.what} reached the {sock.side}'s socket in {sock.state.name} "
             "(tcp_timewait_state_process): not modelled yet"
@@ -174,9 +177,9 @@ def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
     newly = [f for f in sock.flights if f.end <= wire.ack]
     sock.flights = [f for f in sock.flights if f.end > wire.ack]
     fresh = [f for f in newly if not f.retransmitted]
+    sock.snd_una = wire.ack  # tcp_ack moves snd_una before tcp_clean_rtx_queue samples
     if fresh:
         sock.rtt_sample(now - fresh[0].sent_ns)
-    sock.snd_una = wire.ack
     sock.marks = [m for m in sock.marks if m.end > sock.snd_una]
     acked = sum(1 for f in newly if f.data)
     if acked and sock.snd_cwnd < 2 * sock.max_packets_out:

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 from tfolab.model.flights import Flight
 from tfolab.model.output import transmit
-from tfolab.model.sock import RTO_MIN_NS, TcpSock
+from tfolab.model.sock import TcpSock
 from tfolab.model.wire import Wire
-
-NS_PER_US = 1000
 
 
 def dropped_by_peer(sock: TcpSock, wire: Wire) -> None:
@@ -40,20 +38,12 @@ def dropped_by_peer(sock: TcpSock, wire: Wire) -> None:
             flight.dropped = True
 
 
-def synack_rto_jiffies(sock: TcpSock) -> int:
-    """The RTO the ACK of the SYN-ACK sets (tcp_synack_rtt_meas -> tcp_set_rto)."""
-    assert sock.srtt_ns is not None
-    m_us = max(1, sock.srtt_ns // NS_PER_US)
-    rto_us = m_us + max(2 * m_us, RTO_MIN_NS // NS_PER_US)
-    return sock.env.clock.ns_to_jiffies_up(rto_us * NS_PER_US)  # usecs_to_jiffies rounds up
-
-
 def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
     """tcp_rcv_synrecv_state_fastopen -> tcp_rearm_rto: drawn where a dropped flight waits."""
     if not any(f.dropped for f in sock.flights):
         return
     env = sock.env
-    rto = synack_rto_jiffies(sock)
+    rto = sock.rto_jiffies()  # the first sample's: m + max(2m, 200 ms)
     expires = sock.jiffies(now) + rto
     fire_ns = sock.timer_fires_at(expires, now)
     armed = sock.timer(

@@ -25,14 +25,17 @@ Rules:
 - `owner` is the application holding the socket (sock_owned_by_user): set
   only where a reader takes it while its peer still sends (backlog.py), when
   segments wait in the backlog instead of being received.
-- RTT and RTO: a simplified tcp_rtt_estimator (srtt, rttvar) and __tcp_set_rto
-  (srtt + max(4 rttvar, TCP_RTO_MIN); TCP_TIMEOUT_INIT before any sample).
+- RTT and RTO: the kernel's tcp_rtt_estimator and __tcp_set_rto over the
+  samples taken so far (rtt_estimator.py; TCP_TIMEOUT_INIT before any sample),
+  each sample in whole microseconds as the kernel takes it; rtt_seq marks the
+  round trip a sample's ACK must pass to end a round.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tfolab.model import rtt_estimator
 from tfolab.model.burst import Burst
 from tfolab.model.clock import JiffyClock
 from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
@@ -43,6 +46,7 @@ from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.page_frag import PageFrag
 from tfolab.model.rcv_space import RcvSpace
 from tfolab.model.request_sock import Request
+from tfolab.model.rtt_estimator import RttEstimate, RttSample
 from tfolab.model.state import SENDS_DATA, TcpEvent, TcpState, next_state
 from tfolab.model.wire import Env, Wire
 
@@ -54,6 +58,7 @@ LOOPBACK_MTU = 65536  # lo's own MTU: TSO/GSO on, segments cross whole (clones)
 TS_OPTION_BYTES = 12  # the timestamps option, on every segment
 RTO_MIN_NS = 200_000_000  # TCP_RTO_MIN
 RTO_INIT_NS = 1_000_000_000  # TCP_TIMEOUT_INIT
+NS_PER_US = 1000
 TCP_INVALID_RATELIMIT_MS = 500  # net.ipv4.tcp_invalid_ratelimit's default
 
 
@@ -118,9 +123,12 @@ class TcpSock:
         self.flights: list[Flight] = []
         self.fin_requested = False
         self.fin_sent = False
-        self.srtt_ns: int | None = None
+        # tcp_rtt_estimator's samples (microseconds) and its estimate after them; rtt_seq
+        # the snd_nxt at the start of the estimator's round (None: no sample yet)
+        self.rtt_history: list[RttSample] = []
+        self.rtt: RttEstimate | None = None
+        self.rtt_seq: int | None = None
         self.min_rtt_ns: int | None = None  # tcp_min_rtt (the windowed minimum: the labs are short)
-        self.rttvar_ns = 0
         self.held_note: int | None = None  # snd_nxt for which a hold was already explained
         # slow start (tcp_is_cwnd_limited, tcp_slow_start): the most segments in flight
         # since the last ACK, and whether an ACK has since grown cwnd past TCP_INIT_CWND
@@ -128,7 +136,6 @@ class TcpSock:
         self.cwnd_grown_by: int | None = None  # the flight (segments) whose ACK grew it
         self.snd_cwnd = TCP_INIT_CWND  # tcp_init_cwnd (no route metric on lo)
         self.total_retrans = 0  # segments sent again (the handshake's, for tcp_init_transfer)
-        self.rtt_samples = 0  # tcp_rtt_estimator's samples so far (loss_probe.py)
         # the tail-loss probe (loss_probe.py): the lost lone segment it waits for, whether
         # the probe is being sent, tlp_high_seq (None: 0), and ssthresh once a loss cut it
         self.lost_tail: LostTail | None = None
@@ -142,6 +149,7 @@ class TcpSock:
         # tcp_oow_rate_limited: when the last ACK answering an out-of-window segment left
         # (jiffies; None: never, as tcp_create_openreq_child and tcp_connect start it)
         self.last_oow_ack_jiffies: int | None = None
+        self.tw_last_oow_ack_jiffies: int | None = None  # the same, once in TIME_WAIT
         # when the peer segment whose TSval this side echoes left (the SYN or SYN-ACK it
         # accepted first: Wire.echoes_ns); the server's request sock while in SYN_RECV
         # (synack_timer.py)
@@ -411,25 +419,38 @@ class TcpSock:
         return last is not None and 0 <= self.jiffies(now) - last < limit
 
     def rto_jiffies(self) -> int:
-        if self.srtt_ns is None:
-            rto = RTO_INIT_NS
-        else:
-            rto = self.srtt_ns + max(4 * self.rttvar_ns, RTO_MIN_NS)
-        return self.env.clock.ns_to_jiffies_up(rto)
+        """icsk_rto: __tcp_set_rto's srtt + rttvar, rounded up to jiffies."""
+        if self.rtt is None:
+            return self.env.clock.ns_to_jiffies_up(RTO_INIT_NS)
+        return self.env.clock.ns_to_jiffies_up(self.rtt.rto_us * NS_PER_US)
 
     def srtt_jiffies(self) -> int | None:
         if self.srtt_ns is None:
             return None
         return self.env.clock.ns_to_jiffies_up(self.srtt_ns)
 
+    @property
+    def srtt_ns(self) -> int | None:
+        """The smoothed RTT (tp->srtt_us >> 3), in ns; None before the first sample."""
+        return None if self.rtt is None else self.rtt.srtt_us * NS_PER_US
+
+    @property
+    def rtt_samples(self) -> int:
+        return len(self.rtt_history)
+
     def rtt_sample(self, sample_ns: int) -> None:
-        self.rtt_samples += 1
+        """tcp_ack_update_rtt -> tcp_rtt_estimator, with snd_una already moved by the ACK
+        that gave the sample (tcp_ack updates it before tcp_clean_rtx_queue)."""
         self.min_rtt_ns = sample_ns if self.min_rtt_ns is None else min(self.min_rtt_ns, sample_ns)
-        if self.srtt_ns is None:
-            self.srtt_ns, self.rttvar_ns = sample_ns, sample_ns // 2
+        ends_round = self.rtt_seq is not None and self.snd_una > self.rtt_seq
+        sample = RttSample(sample_ns // NS_PER_US, ends_round)
+        self.rtt_history.append(sample)
+        if self.rtt is None:
+            self.rtt = rtt_estimator.first(sample.rtt_us)
         else:
-            self.rttvar_ns = (3 * self.rttvar_ns + abs(self.srtt_ns - sample_ns)) // 4
-            self.srtt_ns = (7 * self.srtt_ns + sample_ns) // 8
+            self.rtt = rtt_estimator.update(self.rtt, sample)
+        if self.rtt_seq is None or ends_round:
+            self.rtt_seq = self.snd_nxt
 
     # ------------------------------------------------------------ the timeline
     def note(self, now: int, text: str, caused_by: int | None = None, cause: str = "") -> int:

@@ -1,0 +1,97 @@
+"""A segment of its own connection reaching a socket in TIME_WAIT.
+
+Rules (tcp_minisocks.c tcp_timewait_state_process, the TIME_WAIT substate;
+Linux 6.1 and 6.18 alike):
+- The peer's FIN again (its tail-loss probe or RTO, after this side's last
+  ACK was lost) starts below rcv_nxt: "out of window segment", answered with
+  an ACK (TCP_TW_ACK; 6.18's TCP_TW_ACK_OOW differs only in clearing the ECN
+  bits) after the TIME_WAIT timer restarts (60 s, not drawn).
+- tcp_timewait_check_oow_rate_limit holds an answer back only for a segment
+  without a sequence number of its own: a FIN or data is never rate-limited
+  (tcp_oow_rate_limited: "Data packets without SYNs are not likely part of an
+  ACK loop"); a bare ACK gets one answer per tcp_invalid_ratelimit (500 ms),
+  counted TCPACKSkippedTimeWait otherwise. tcp_time_wait starts that clock at 0:
+  the first answer always leaves.
+- The answer (tcp_v4_timewait_ack) carries the socket's last numbers
+  (tw_snd_nxt, tw_rcv_nxt), the window tcp_time_wait saved (tw_rcv_wnd: the
+  last ACK's, unchanged since nothing was received), and the timestamps
+  option only (no SACK); its TSecr stays the FIN's first TSval, as the
+  out-of-window segment does not update tw_ts_recent.
+- Anything else reaching TIME_WAIT on its own connection (a segment at or
+  beyond rcv_nxt, a SYN) is outside the model's domain, said so.
+"""
+
+from __future__ import annotations
+
+from tfolab.model.options import Timestamps
+from tfolab.model.sock import TcpSock
+from tfolab.model.wire import Wire
+
+
+def receive(sock: TcpSock, now: int, wire: Wire) -> None:
+    """tcp_timewait_state_process for a segment of this socket's own connection."""
+    end = wire.seq + len(wire.payload) + (1 if wire.fin else 0)
+    if wire.syn or wire.seq >= sock.rcv_nxt:
+        sock.env.beyond_domain.append(
+            f"a {wire.what} at or beyond rcv_nxt reached the {sock.side}'s socket in "
+            "TIME_WAIT (tcp_timewait_state_process): not modelled yet"
+        )
+        return
+    numbered = end != wire.seq
+    if not numbered and sock.oow_rate_limited(now, sock.tw_last_oow_ack_jiffies):
+        sock.count("TCPACKSkippedTimeWait")
+        return
+    if not numbered:
+        sock.tw_last_oow_ack_jiffies = sock.jiffies(now)
+    _answer(sock, now, wire, numbered)
+
+
+def _answer(sock: TcpSock, now: int, wire: Wire, numbered: bool) -> None:
+    """tcp_v4_timewait_ack: the socket's own last ACK again."""
+    env = sock.env
+    window = sock.rspace.header_window(syn=False)
+    arrival = env.link.arrival(now)
+    limit = (
+        "a FIN takes a sequence number, so no rate limit applies"
+        if numbered
+        else "the first such answer in 500 ms (tcp_oow_rate_limited)"
+    )
+    event = env.recorder.segment(
+        iteration=sock.iteration,
+        connection=sock.connection,
+        sent_ns=now,
+        arrived_ns=arrival,
+        sender=sock.side,
+        flags=("ACK",),
+        seq=sock.snd_nxt,
+        ack=sock.rcv_nxt,
+        length=0,
+        options=(Timestamps(),),
+        cookie=None,
+        what="TIME_WAIT ACK",
+        explanation=(
+            f"the {sock.side}'s socket, in TIME_WAIT, gets the peer's {wire.what}: it starts "
+            "below rcv_nxt, out of window, so tcp_timewait_state_process answers with its "
+            f"last ACK again (tcp_v4_timewait_ack: its own numbers and saved window; {limit})"
+        ),
+        cause=f"{wire.what} arrived",
+        caused_by=wire.event_id,
+        window=window,
+    )
+    answer = Wire(
+        sock.side,
+        sock.connection,
+        ("ACK",),
+        sock.snd_nxt,
+        sock.rcv_nxt,
+        b"",
+        None,
+        None,
+        event.id,
+        "TIME_WAIT ACK",
+        window=window << env.wscale,
+        sent_ns=now,
+        echoes_ns=sock.ts_recent_ns,
+        fresh=True,  # ip_send_unicast_reply's own skb: nothing keeps a clone
+    )
+    env.transmit(answer, arrival)
