@@ -157,9 +157,9 @@ def _settle_s(delay_ms: float) -> float:
 
 def _measured_open(waited_s: float) -> str:
     return (
-        f"the measured connections were still open {waited_s * 1000:.0f} ms after the "
-        "capture's tail: the capture stops there, and what they send later is not compared "
-        "(its counters are)"
+        f"a measured connection's FIN was still unacknowledged {waited_s * 1000:.0f} ms "
+        "after the capture's tail: the capture stops there, and what it sends later is not "
+        "compared (its counters are)"
     )
 
 
@@ -394,9 +394,9 @@ def _captured(
     assert network.capture is not None
     # After the client's close() the FINs and the last ACK need up to 3D more,
     # and a delayed ACK of a FIN at most one delayed-ACK timer (40-50 ms); a lost FIN
-    # or last ACK keeps a connection open until its probe is answered.
+    # or last ACK keeps its FIN unacknowledged until its probe is answered.
     time.sleep((3 * network.delay_ms + CAPTURE_TAIL_MS + tail_ms) / 1000)
-    settled = settle.wait_until_over(_settle_s(network.delay_ms))
+    settled = settle.wait_until_fins_acked(_settle_s(network.delay_ms))
     last = network.capture.stop()
     segments = sorted([*(earlier or []), *last.segments], key=lambda seg: seg.t_ns)
     origin = measured[0].connect_start_ns if measured else 0
