@@ -105,3 +105,13 @@ def test_a_middlebox_does_not_combine_with_a_replay() -> None:
     the run had no replay to time (an internal error then); refused up front now."""
     with pytest.raises(ModelInputError, match="does not combine with replay_syn"):
         _sim("replay", "drop-syn-data", iterations=2)
+
+
+def test_a_segment_the_drop_plan_loses_never_meets_the_middlebox() -> None:
+    """The delayer judges its plan before its middlebox (hold.c): a SYN the plan drops is
+    recorded as the client sent it, its Fast Open option still on. Found by fuzzer seed
+    5398 (syn-data-lost with strip-tfo-option at D = 0.37 ms)."""
+    sim = _sim("syn-data-lost", "strip-tfo-option", iterations=1)
+    lost, again = _client_syns(sim, 1)
+    assert lost.lost and lost.cookie is not None  # the cookie request, as sent
+    assert not again.lost and again.cookie is None  # sent again bare (syn_timer.py)

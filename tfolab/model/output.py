@@ -89,7 +89,12 @@ def transmit(
             sock.rspace.advertise(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
         sock.rcv_wup = sock.rcv_nxt
     window = sock.rspace.header_window(syn="SYN" in flags)
-    verdict = env.path.middlebox_verdict(flags, len(payload), cookie is not None)
+    # the delayer judges its plan first (hold.c): a packet the plan drops never meets the
+    # middlebox, and is recorded as it was sent
+    lost = env.path.loses(sock.iteration, sock.connection, sock.side)
+    verdict = (
+        "pass" if lost else env.path.middlebox_verdict(flags, len(payload), cookie is not None)
+    )
     if verdict == "strip":
         explanation += (
             "; a middlebox on the path takes its Fast Open option out (strip-tfo-option): "
@@ -102,7 +107,6 @@ def transmit(
     if cookie is not None:
         options += (cookie.option(),)
     arrival = env.link.arrival(now)
-    lost = env.path.loses(sock.iteration, sock.connection, sock.side)
     if lost and sock.connection in env.wheel_races:
         env.drop_after_race = True  # the Nth packet may be another one in the race's other way
     if verdict == "lose":
