@@ -90,7 +90,7 @@ def draw_drops(rng: random.Random) -> str:
     drops: list[Drop] = []
     for _ in range(rng.choice((1, 1, 2, 3))):
         sender: Sender = "client" if rng.random() < 0.6 else "server"
-        index = rng.choice((1, 2, 3, 4, 5, 8, rng.randint(1, MAX_DROP_INDEX)))
+        index = rng.choice((1, 2, 3, 4, 5, 6, 7, 8, rng.randint(1, MAX_DROP_INDEX)))
         iteration = rng.randint(1, 3) if rng.random() < 0.25 else 0
         drop = Drop(sender, index, iteration)
         try:
