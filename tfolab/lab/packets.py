@@ -300,10 +300,11 @@ def _wheel_buckets(
     cut: list[int],
 ) -> _Explained:
     """The timer-wheel races (Simulation.wheel_races): while the capture disagrees, each
-    racing connection in turn, first seen first, with its buckets at each other position
-    (simulation.other_buckets: whole ticks, quarter ticks, late, coalesced), the others
-    kept; the one with the fewest disagreements, if fewer (the model's own position wins
-    a tie). A connection an earlier choice made race joins the list. Within
+    racing connection that disagrees, in turn, first seen first, with its buckets at each
+    other position (simulation.other_buckets: whole ticks, quarter ticks, late,
+    coalesced), the others kept, until one leaves that connection agreeing; the one with
+    the fewest disagreements, if fewer (the model's own position wins a tie). A
+    connection an earlier choice made race joins the list. Within
     _search_size simulations in all, as the other searches: on a slow host every
     arrival is late, so the search would otherwise try every position of every racing
     connection (CI's emulated VM: over 3 minutes for two 300 kB answers at D = 574 ms);
@@ -328,13 +329,18 @@ def _wheel_buckets(
             other_aligned, other_model = against(other)
             if _cost(other_aligned) < _cost(best[1]):
                 best = (other, other_aligned, other_model)
-                if not any(_cost(other_aligned)):
-                    break
+                if not any(_cost(_of_connection(other_aligned, connection))):
+                    break  # this connection agrees now: the next one's turn
     return best
+
+
+def _of_connection(aligned: list[Pair], connection: int) -> list[Pair]:
+    return [p for p in aligned if (row := p.model or p.kernel) and row.connection == connection]
 
 
 def _wheel_may_explain(sim: Simulation, aligned: list[Pair], connection: int) -> bool:
     """Could another wheel position remove one of `connection`'s disagreements? Not where
+    it has none (a connection's buckets move what it sends, and it agrees), nor where
     all of them are about time and the first arrives before any of its timers is due
     (the earliest deadline less one level-1 bucket: a timer never runs before its
     deadline, and a position moves that by less than a bucket): nothing earlier depends
@@ -347,14 +353,15 @@ def _wheel_may_explain(sim: Simulation, aligned: list[Pair], connection: int) ->
         return False
     reach_ms = min(deadlines) - WHEEL_LEVEL1_TICKS * 1000 / sim.hz
     first: Pair | None = None
-    for pair in aligned:
-        row = pair.model or pair.kernel
-        if pair.disagreement is None or row is None or row.connection != connection:
+    for pair in _of_connection(aligned, connection):
+        if pair.disagreement is None:
             continue
         if not pair.disagreement.timing_only:
             return True
         first = first or pair
-    return first is None or first.model is None or first.model.arrived_ms >= reach_ms
+    if first is None:
+        return False  # it agrees: its buckets can only move what it sent
+    return first.model is None or first.model.arrived_ms >= reach_ms
 
 
 def _other_app_order(sim: Simulation) -> tuple[Simulation, ...]:
