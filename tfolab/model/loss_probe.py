@@ -122,8 +122,8 @@ def _capture_order_race(sock: TcpSock) -> str | None:
 
 def lost(sock: TcpSock, now: int, tail: LostTail, transmit: Transmit) -> None:
     """The path lost `tail`, sent alone: the probe timer, as tcp_write_xmit arms it."""
-    low = probe_jiffies(sock, 1)  # the kernel's samples are never exactly the model's
-    high = probe_jiffies(sock, max(1, sock.env.rtt_excess_ns // NS_PER_US))
+    low = probe_jiffies(sock, 0)  # each sample a microsecond over the model's (sock.py)
+    high = probe_jiffies(sock, sock.env.rtt_excess_ns // NS_PER_US)
     expires = sock.jiffies(now) + low
     fire_ns, width = sock.wheel_timer(now, expires)
     spread = width if width > 1 else 1 + (high - low)

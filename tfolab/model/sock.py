@@ -27,7 +27,8 @@ Rules:
   segments wait in the backlog instead of being received.
 - RTT and RTO: the kernel's tcp_rtt_estimator and __tcp_set_rto over the
   samples taken so far (rtt_estimator.py; TCP_TIMEOUT_INIT before any sample),
-  each sample in whole microseconds as the kernel takes it; rtt_seq marks the
+  each sample in whole microseconds as the kernel takes it, one more than the
+  model's round trip (the host's time is never zero); rtt_seq marks the
   round trip a sample's ACK must pass to end a round.
 """
 
@@ -59,6 +60,7 @@ TS_OPTION_BYTES = 12  # the timestamps option, on every segment
 RTO_MIN_NS = 200_000_000  # TCP_RTO_MIN
 RTO_INIT_NS = 1_000_000_000  # TCP_TIMEOUT_INIT
 NS_PER_US = 1000
+HOST_US = 1  # the least host time in a kernel RTT sample (tcp_stamp_us_delta)
 TCP_INVALID_RATELIMIT_MS = 500  # net.ipv4.tcp_invalid_ratelimit's default
 
 
@@ -443,7 +445,8 @@ class TcpSock:
         that gave the sample (tcp_ack updates it before tcp_clean_rtx_queue)."""
         self.min_rtt_ns = sample_ns if self.min_rtt_ns is None else min(self.min_rtt_ns, sample_ns)
         ends_round = self.rtt_seq is not None and self.snd_una > self.rtt_seq
-        sample = RttSample(sample_ns // NS_PER_US, ends_round)
+        # the kernel's sample is the model's round trip plus its host's time: at least a us
+        sample = RttSample(sample_ns // NS_PER_US + HOST_US, ends_round)
         self.rtt_history.append(sample)
         if self.rtt is None:
             self.rtt = rtt_estimator.first(sample.rtt_us)
