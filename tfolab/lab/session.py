@@ -75,6 +75,22 @@ async def run(run_plan: RunPlan, on_progress: OnProgress | None = None) -> LabRe
     return result
 
 
+# A call of the native client may take as long as the model's whole scenario (a lossy
+# 1 MB answer at D = 1000 ms read whole: over 20 s), twice over, and a floor beyond.
+CALL_TIMEOUT_FLOOR_MS = 10_000
+
+
+def call_timeout_ms(run_plan: RunPlan, name: str) -> int:
+    """The native client's per-call bound for scenario `name`: the floor plus twice the
+    model's span of the scenario (its last event), so no valid run times out."""
+    spans = [
+        max((e.time_ms for e in s.simulation.events), default=0.0)
+        for s in run_plan.prediction.scenarios
+        if s.planned.name == name
+    ]
+    return CALL_TIMEOUT_FLOOR_MS + 2 * round(max(spans, default=0.0))
+
+
 async def _measure(
     run_plan: RunPlan, scenarios: tuple[PlannedScenario, ...], tell: OnProgress
 ) -> LabResult:
@@ -84,7 +100,10 @@ async def _measure(
         lab_plan.lab.name,
         lab_plan.delay_ms,
         run_plan.backend,
-        tuple(JobScenario(p.name, p.iterations, p.config) for p in scenarios),
+        tuple(
+            JobScenario(p.name, p.iterations, p.config, call_timeout_ms(run_plan, p.name))
+            for p in scenarios
+        ),
     )
     builder = _ResultBuilder(run_plan, scenarios, tell)
     async for event in client.stream_events(job, hold_cap_s=served_budget.hold_cap_s()):

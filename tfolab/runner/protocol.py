@@ -26,9 +26,13 @@ __all__ = ["CapturedRow"]  # the Captured event's rows: the model's wire vocabul
 
 
 class JobScenario(msgspec.Struct, frozen=True):
+    """One scenario to run; `call_timeout_ms` bounds each call of the native client
+    (connect, write, a whole answer's read), from the model's span of the scenario."""
+
     name: str
     iterations: int
     config: ScenarioConfig
+    call_timeout_ms: int = 10_000
 
 
 class Job(msgspec.Struct, frozen=True):

@@ -119,8 +119,16 @@ def configure_namespace(network: LabNetwork, config: ScenarioConfig) -> None:
         )
 
 
+# per call of the native client where the job gives none (the warm-up's own exchange)
+CLIENT_TIMEOUT_MS = 10_000
+
+
 def client_options(
-    config: ScenarioConfig, host: str, port: int, iterations: int
+    config: ScenarioConfig,
+    host: str,
+    port: int,
+    iterations: int,
+    timeout_ms: int = CLIENT_TIMEOUT_MS,
 ) -> native.ClientOptions:
     return native.ClientOptions(
         host=host,
@@ -138,12 +146,11 @@ def client_options(
         read_whole=config.read_whole,
         iterations=iterations,
         connections=1,
-        timeout_ms=CLIENT_TIMEOUT_MS,
+        timeout_ms=timeout_ms,
         congestion=LAB_CONGESTION_CONTROL,
     )
 
 
-CLIENT_TIMEOUT_MS = 10_000  # per call of the native client; far above any lab's round trip
 # How long a part's connections may take to end (their FINs: 3D, the server's close, a
 # probe of a lost FIN 200 ms or more on) before the run goes on anyway, with a note: the
 # warm-up's before the measured part, the measured ones before the capture stops.
@@ -234,7 +241,11 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             if note:
                 emit(Note(scenario.name, note))
         if uses_fastopen and config.cookie_cache == "warm":
-            warm = native.run_client(client_options(config, network.destination, server.port, 1))
+            warm = native.run_client(
+                client_options(
+                    config, network.destination, server.port, 1, scenario.call_timeout_ms
+                )
+            )
             _check(warm, "warm-up connection")
         if config.replay_syn and network.capture is None:
             raise UserError(
@@ -258,7 +269,9 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
                     _plan_drops(network, server.port, config, i)
                 waited = threads.waited_ns()
                 samples = native.run_client(
-                    client_options(config, network.destination, server.port, 1)
+                    client_options(
+                        config, network.destination, server.port, 1, scenario.call_timeout_ms
+                    )
                 )
                 waited = threads.waited_ns() - waited
                 _check(samples, f"iteration {i}")
@@ -271,7 +284,13 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
                 _rotate_key(emit, scenario.name, 1)
             waited = threads.waited_ns()
             samples = native.run_client(
-                client_options(config, network.destination, server.port, scenario.iterations)
+                client_options(
+                    config,
+                    network.destination,
+                    server.port,
+                    scenario.iterations,
+                    scenario.call_timeout_ms,
+                )
             )
             waited = threads.waited_ns() - waited
             _check(samples, "the connection")
