@@ -119,8 +119,6 @@ def test_a_drop_for_one_iteration_leaves_the_others_alone() -> None:
 @pytest.mark.parametrize(
     ("drop", "settings", "says"),
     [
-        ("client:2", {}, "loses the client's ACK"),
-        ("server:2", {}, "loses the server's"),
         ("client:1@3", {}, "names iteration 3, but the scenario runs 1"),
         ("client:1", {"fresh_connection_each_iteration": "false"}, "kept connection"),
         ("client:1,client:2", {"request_bytes": "3000", "mtu": "1500"}, "more than one segment"),

@@ -84,7 +84,7 @@ def refusal(
         )
     if payload and "FIN" in flags:
         return "data with a FIN"
-    if (why := _capture_order_race(sock)) is not None:
+    if (why := capture_order_race(sock)) is not None:
         return why
     if sock.state not in (FIN_STATES if "FIN" in flags else SENDING_STATES):
         return f"{who} {'FIN' if 'FIN' in flags else 'data'} sent in {sock.state.name}"
@@ -110,7 +110,8 @@ def refusal(
     return None
 
 
-def _capture_order_race(sock: TcpSock) -> str | None:
+def capture_order_race(sock: TcpSock) -> str | None:
+    """Why a loss at this delay cannot be followed: the capture's order (None: it can)."""
     if sock.env.link.one_way_delay_ns >= sock.env.app_reaction_ns:
         return None
     return (
@@ -129,31 +130,6 @@ def lost(sock: TcpSock, now: int, tail: LostTail, transmit: Transmit) -> None:
     spread = width if width > 1 else 1 + (high - low)
     sock.lost_tail = tail
     sock.env.call_at(fire_ns, lambda t: _fire(sock, t, low, high, spread, transmit))
-
-
-def last_ack_lost(sock: TcpSock, now: int, transmit: Transmit) -> str | None:
-    """The path lost `sock`'s pure ACK: the reason the model cannot follow it, or None
-    when it is the last ACK of a close, sent from TIME_WAIT to a peer whose FIN is all
-    it has in flight. Nothing will acknowledge that FIN now but the answer to its
-    probe, so the peer's probe timer, armed when the FIN left, fires (as for a lost
-    FIN) and the FIN reaches TIME_WAIT again (time_wait.py)."""
-    peer = sock.peer
-    if sock.state is not TcpState.TIME_WAIT or peer is None:
-        return (
-            "a lost pure ACK: the peer's timers for what it acknowledged, and the later "
-            "segment that acknowledges it again"
-        )
-    fins = [f for f in peer.flights if not f.data and f.end == peer.snd_nxt]
-    if peer.state is not TcpState.LAST_ACK or len(peer.flights) != 1 or not fins:
-        return f"a lost last ACK while the {peer.side} is in {peer.state.name}"
-    if (why := _capture_order_race(sock)) is not None:
-        return why
-    if peer.lost_tail is not None or peer.total_retrans:
-        return f"a lost last ACK after the {peer.side} retransmitted"
-    fin = fins[0]
-    tail = LostTail(fin.seq, fin.end, ("FIN", "ACK"), b"", "FIN", fin.event_id)
-    lost(peer, fin.sent_ns, tail, transmit)
-    return None
 
 
 def sent_meanwhile(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> None:

@@ -32,7 +32,7 @@ Rules (net/ipv4/tcp_output.c):
 
 from __future__ import annotations
 
-from tfolab.model import loss_probe, nagle, pacing, tso_defer
+from tfolab.model import ack_loss, loss_probe, nagle, pacing, tso_defer
 from tfolab.model.events import CookieInfo
 from tfolab.model.flights import Flight, LostTail, ends_a_write, segment_name
 from tfolab.model.options import TcpOption, Timestamps, syn_options
@@ -83,8 +83,9 @@ def transmit(
                 "in which case no ACK is pending and none leaves here"
             )
         sock.merged_burst_end = None  # the first ACK after the burst is the one in doubt
-    acked_before = sock.rcv_wup  # what this side's earlier segments acknowledged
+    acked_before = sock.last_ack_sent  # what this side's earlier segments acknowledged
     if ack is not None:
+        sock.last_ack_sent = max(ack, acked_before or 0)
         if "SYN" not in flags:  # a SYN-ACK's window is the initial one, unscaled
             sock.rspace.advertise(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
         sock.rcv_wup = sock.rcv_nxt
@@ -116,7 +117,12 @@ def transmit(
     if lost:
         arrival = now  # it never arrives: recorded at its send time, as the delayer does
         probe = _check_loss(
-            sock, now, flags, payload, what, first_ack=ack is not None and ack > acked_before
+            sock,
+            now,
+            flags,
+            payload,
+            what,
+            first_ack=ack is not None and (acked_before is None or ack > acked_before),
         )
     event = env.recorder.segment(
         iteration=sock.iteration,
@@ -245,8 +251,8 @@ def _check_loss(
 ) -> bool:
     """The losses the model follows: a client's SYN, Fast Open's too (syn_timer.py), a
     SYN-ACK that is not a Fast Open child's (synack_timer.py), and a lone data segment
-    or FIN (its tail-loss probe: True, loss_probe.py), and the last ACK of a close (the
-    peer's probe of its FIN). Any other lost segment ends the run
+    or FIN (its tail-loss probe: True, loss_probe.py), and a pure ACK that a later
+    segment repeats or that ends a close (ack_loss.py). Any other lost segment ends the run
     outside the domain, with the reason."""
     if sock.side == "server" and flags == ("SYN", "ACK") and not sock.tfo_child:
         return False
@@ -260,9 +266,9 @@ def _check_loss(
         )
         raise LossNotFollowed(reason)
     if flags == ("ACK",) and not payload:
-        why = loss_probe.last_ack_lost(sock, now, transmit)
+        why = ack_loss.refusal(sock, now, sock.rcv_nxt, first_ack, transmit)
         if why is None:
-            return False  # the peer's probe repairs it
+            return False  # a later segment, or the peer's probe, repairs it
     else:
         why = loss_probe.refusal(sock, flags, payload, first_ack=first_ack)
         if why is None:

@@ -148,6 +148,9 @@ class TcpSock:
         # the receive side
         self.rcv_nxt = 0
         self.rcv_wup = 0  # rcv_nxt when the last ACK left
+        # the most any segment of this side acknowledged (None: none yet), the model's
+        # own record: which lost segment was the first to acknowledge something (ack_loss)
+        self.last_ack_sent: int | None = None
         # tcp_oow_rate_limited: when the last ACK answering an out-of-window segment left
         # (jiffies; None: never, as tcp_create_openreq_child and tcp_connect start it)
         self.last_oow_ack_jiffies: int | None = None

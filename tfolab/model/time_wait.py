@@ -17,6 +17,8 @@ Linux 6.1 and 6.18 alike):
   last ACK's, unchanged since nothing was received), and the timestamps
   option only (no SACK); its TSecr stays the FIN's first TSval, as the
   out-of-window segment does not update tw_ts_recent.
+- The answer is a segment the path counts (a drop may name it): lost, the
+  peer's RTO follows its probe, outside the model's domain.
 - Anything else reaching TIME_WAIT on its own connection (a segment at or
   beyond rcv_nxt, a SYN) is outside the model's domain, said so.
 """
@@ -24,6 +26,7 @@ Linux 6.1 and 6.18 alike):
 from __future__ import annotations
 
 from tfolab.model.options import Timestamps
+from tfolab.model.path import LossNotFollowed
 from tfolab.model.sock import TcpSock
 from tfolab.model.wire import Wire
 
@@ -49,6 +52,11 @@ def receive(sock: TcpSock, now: int, wire: Wire) -> None:
 def _answer(sock: TcpSock, now: int, wire: Wire, numbered: bool) -> None:
     """tcp_v4_timewait_ack: the socket's own last ACK again."""
     env = sock.env
+    if env.path.loses(sock.iteration, sock.connection, sock.side):
+        raise LossNotFollowed(
+            f"the path loses the {sock.side}'s last ACK again (TIME_WAIT's answer to the "
+            "probe): the peer's RTO after its probe is not modelled yet"
+        )
     window = sock.rspace.header_window(syn=False)
     arrival = env.link.arrival(now)
     limit = (
