@@ -300,11 +300,11 @@ def _wheel_buckets(
     cut: list[int],
 ) -> _Explained:
     """The timer-wheel races (Simulation.wheel_races): while the capture disagrees, each
-    racing connection that disagrees, in turn, first seen first, with its buckets at each
-    other position (simulation.other_buckets: whole ticks, quarter ticks, late,
-    coalesced), the others kept, until one leaves that connection agreeing; the one with
-    the fewest disagreements, if fewer (the model's own position wins a tie). A
-    connection an earlier choice made race joins the list. Within
+    racing connection in turn (_wheel_order: those that disagree first), with its
+    buckets at each other position (simulation.other_buckets: whole ticks, quarter
+    ticks, late, coalesced), the others kept, until one leaves that connection agreeing;
+    the one with the fewest disagreements, if fewer (the model's own position wins a
+    tie). A connection an earlier choice made race joins the list. Within
     _search_size simulations in all, as the other searches: on a slow host every
     arrival is late, so the search would otherwise try every position of every racing
     connection (CI's emulated VM: over 3 minutes for two 300 kB answers at D = 574 ms);
@@ -314,7 +314,7 @@ def _wheel_buckets(
     best = chosen
     tried: set[int] = set()
     while any(_cost(best[1])):
-        todo = [c for c in best[0].wheel_races if c not in tried]
+        todo = [c for c in _wheel_order(best[0].wheel_races, best[1]) if c not in tried]
         if not todo:
             break
         connection = todo[0]
@@ -334,18 +334,26 @@ def _wheel_buckets(
     return best
 
 
+def _wheel_order(races: tuple[int, ...], aligned: list[Pair]) -> list[int]:
+    """The racing connections that disagree, first seen first, then those that agree,
+    the latest first: a connection's buckets move what it sends, and through its end
+    the start of the next iteration's connection."""
+    disagreeing = [c for c in races if any(_cost(_of_connection(aligned, c)))]
+    agreeing = sorted((c for c in races if c not in disagreeing), reverse=True)
+    return disagreeing + agreeing
+
+
 def _of_connection(aligned: list[Pair], connection: int) -> list[Pair]:
     return [p for p in aligned if (row := p.model or p.kernel) and row.connection == connection]
 
 
 def _wheel_may_explain(sim: Simulation, aligned: list[Pair], connection: int) -> bool:
-    """Could another wheel position remove one of `connection`'s disagreements? Not where
-    it has none (a connection's buckets move what it sends, and it agrees), nor where
-    all of them are about time and the first arrives before any of its timers is due
-    (the earliest deadline less one level-1 bucket: a timer never runs before its
-    deadline, and a position moves that by less than a bucket): nothing earlier depends
-    on the wheel, so that lateness is the host's (on a slow or emulated host every
-    arrival is late, and each position is a whole simulation)."""
+    """Could another wheel position remove a disagreement by moving `connection`? Not
+    where all of its own are about time and the first arrives before any of its timers
+    is due (the earliest deadline less one level-1 bucket: a timer never runs before
+    its deadline, and a position moves that by less than a bucket): nothing earlier
+    depends on the wheel, so that lateness is the host's (on a slow or emulated host
+    every arrival is late, and each position is a whole simulation)."""
     deadlines = [
         e.deadline_ms for e in sim.events if isinstance(e, Timer) and e.connection == connection
     ]
@@ -359,9 +367,7 @@ def _wheel_may_explain(sim: Simulation, aligned: list[Pair], connection: int) ->
         if not pair.disagreement.timing_only:
             return True
         first = first or pair
-    if first is None:
-        return False  # it agrees: its buckets can only move what it sent
-    return first.model is None or first.model.arrived_ms >= reach_ms
+    return first is None or first.model is None or first.model.arrived_ms >= reach_ms
 
 
 def _other_app_order(sim: Simulation) -> tuple[Simulation, ...]:
