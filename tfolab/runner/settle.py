@@ -6,9 +6,9 @@ Rules:
   FINs sent and acknowledged, so no timer of an earlier connection (a
   tail-loss probe, a FIN again) can fire, and no counter move, inside what
   is measured next.
-- Before a capture stops, a lighter rule: no socket has a FIN unacknowledged
-  (FIN_WAIT1, CLOSING, LAST_ACK), so the probe of a lost FIN, or of a FIN whose
-  last ACK was lost, is in the capture. A request socket (SYN_RECV) the lab
+- Before a capture of a lossy path stops, a lighter rule: no socket has a FIN
+  unacknowledged (FIN_WAIT1, CLOSING, LAST_ACK), so the probe of a lost FIN, or
+  of a FIN whose last ACK was lost, is in the capture. A request socket (SYN_RECV) the lab
   leaves behind on purpose (a replayed SYN's) is not waited for.
 - The waits are bounded: each says whether its rule held in time; the caller
   decides what to tell.
