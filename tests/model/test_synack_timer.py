@@ -22,7 +22,6 @@ from tfolab.model.simulation import (
     ModelInputError,
     other_buckets,
     simulate,
-    with_lock_early,
 )
 
 LINUX_6_18 = (6, 18)
@@ -197,26 +196,18 @@ def test_a_lost_fast_open_child_synack_is_refused() -> None:
         simulate(config, one_way_delay_ms=13, iterations=1)
 
 
-def test_at_d0_the_woken_connect_may_write_before_the_second_synack_arrives() -> None:
-    """A lost SYN-ACK at D = 0: the timer's SYN-ACK and tcp_check_req's arrive microseconds
-    apart. The model's own order answers both first (the challenge ACK at seq 1); the lock
-    point lets connect() return and the request leave before the second, whose challenge
-    ACK then carries seq 17 (seen on 6.18, 1 run in 4)."""
-    sim = _sim(0, drop="server:1")
-    points = [p for p in sim.lock_points if p.side == "client" and p.end == 1]
-    assert {p.kind for p in points} == {"take", "returned"}
-
-    def client(s: Simulation) -> list[tuple[str, ...]]:
-        sent = [e for e in s.events if isinstance(e, Segment) and e.sender == "client"]
-        return [(*e.flags, str(e.seq), str(e.length)) for e in sent if "SYN" not in e.flags]
-
-    assert client(sim)[:3] == [("ACK", "1", "0"), ("ACK", "1", "0"), ("ACK", "PSH", "1", "16")]
-    returned = with_lock_early(sim, frozenset({p.key for p in points if p.kind == "returned"}))
-    assert client(returned)[:3] == [
-        ("ACK", "1", "0"),
-        ("ACK", "PSH", "1", "16"),
-        ("ACK", "17", "0"),
-    ]
+def test_below_the_host_s_reaction_a_lost_synack_is_refused() -> None:
+    """A lost SYN-ACK at D = 0: the client's SYN timer and the server's SYN-ACK timer
+    expire on the same tick, on two CPUs' wheels. Seen: both ran and two SYN-ACKs crossed
+    (either first, 5 runs in 5 here), the woken connect() writing before the second (6.18,
+    1 run in 4), and the server's SYN-ACK completing the handshake before the client's
+    timer ran, so no second SYN at all (CI's fuzz seed 2026, loss synack-lost at D = 0).
+    Which CPU's timer runs first, by microseconds, is not the model's to say: refused."""
+    with pytest.raises(ModelInputError, match="two CPUs' wheels"):
+        _sim(0, drop="server:1")
+    with pytest.raises(ModelInputError, match="two CPUs' wheels"):
+        _sim(0.4, drop="server:1")
+    assert _sim(1.0, drop="server:1").counters["TCPSynRetrans"] >= 1
 
 
 def test_a_drop_the_wheel_race_can_move_is_refused_with_the_race_s_other_way() -> None:

@@ -52,14 +52,16 @@ def refusal(
         return why
     if sock.state is TcpState.TIME_WAIT:
         return _last_ack(sock, peer, transmit)
-    covered = [f for f in peer.flights if f.end <= ack]
-    if not (first_ack and covered):
+    if not first_ack:
         if peer.flights or peer.unsent or (peer.fin_requested and not peer.fin_sent):
             return (
                 f"a lost pure ACK that acknowledged nothing new while the {peer.side} has "
                 "data in flight or waiting (a window update or a duplicate it may act on)"
             )
         return None
+    covered = [f for f in peer.flights if f.end <= ack]
+    if not covered:
+        return f"a lost pure ACK of part of one of the {peer.side}'s segments"
     if peer.lost_tail is not None or peer.total_retrans:
         return f"a lost pure ACK while the {peer.side} retransmits"
     due = _earliest_timer_ns(peer, covered[0].sent_ns)
