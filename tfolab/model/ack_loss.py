@@ -38,10 +38,8 @@ NS_PER_US = 1000
 TCP_TIMEOUT_MIN_US = 2000  # the probe's floor with several segments out
 
 
-def refusal(
-    sock: TcpSock, now: int, ack: int, first_ack: bool, transmit: loss_probe.Transmit
-) -> str | None:
-    """The path lost `sock`'s pure ACK of `ack`: why the model cannot follow it, or None
+def refusal(sock: TcpSock, now: int, first_ack: bool, transmit: loss_probe.Transmit) -> str | None:
+    """The path lost `sock`'s pure ACK (of its rcv_nxt): why the model cannot follow it, or None
     (having set up what follows: the peer's probe of its FIN, or a check at the peer's
     earliest timer). `first_ack`: it acknowledged more than this side's earlier
     segments had."""
@@ -59,6 +57,7 @@ def refusal(
                 "data in flight or waiting (a window update or a duplicate it may act on)"
             )
         return None
+    ack = sock.rcv_nxt
     covered = [f for f in peer.flights if f.end <= ack]
     if not covered:
         return f"a lost pure ACK of part of one of the {peer.side}'s segments"

@@ -275,7 +275,7 @@ def _check_loss(
         )
         raise LossNotFollowed(reason)
     if flags == ("ACK",) and not payload:
-        why = ack_loss.refusal(sock, now, sock.rcv_nxt, first_ack, transmit)
+        why = ack_loss.refusal(sock, now, first_ack, transmit)
         if why is None:
             return False  # a later segment, or the peer's probe, repairs it
     else:

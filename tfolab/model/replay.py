@@ -48,9 +48,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tfolab.model import time_wait
 from tfolab.model.clock import ms_to_ns
 from tfolab.model.events import Recorder, Side
-from tfolab.model.options import Timestamps, syn_options
+from tfolab.model.options import syn_options
 from tfolab.model.predict import Headline
 from tfolab.model.sock import TcpSock
 from tfolab.model.wire import Env, Wire
@@ -222,40 +223,9 @@ class TimeWaitPeer:
         )
 
     def _ack(self, now: int, wire: Wire, explanation: str) -> None:
-        sock = self.sock
-        env = sock.env
-        event = env.recorder.segment(
-            iteration=self.iteration,
-            connection=sock.connection,
-            sent_ns=now,
-            arrived_ns=env.link.arrival(now),
-            sender="client",
-            flags=("ACK",),
-            seq=sock.snd_nxt,
-            ack=sock.rcv_nxt,
-            length=0,
-            options=(Timestamps(),),
-            cookie=None,
-            what="TIME_WAIT ACK",
-            explanation=explanation,
-            cause=f"{wire.what} arrived",
-            caused_by=wire.event_id,
+        time_wait.send_ack(
+            self.sock, now, wire, explanation, route=self.route, iteration=self.iteration
         )
-        stale = Wire(
-            "client",
-            self.route,
-            ("ACK",),
-            sock.snd_nxt,
-            sock.rcv_nxt,
-            b"",
-            None,
-            None,
-            event.id,
-            "TIME_WAIT ACK",
-            stale=True,
-            fresh=True,  # ip_send_unicast_reply's own skb: nothing keeps a clone
-        )
-        env.transmit(stale, env.link.arrival(now))
 
 
 def reset_stale_ack(sock: TcpSock, now: int, wire: Wire) -> None:

@@ -51,21 +51,47 @@ def receive(sock: TcpSock, now: int, wire: Wire) -> None:
 
 def _answer(sock: TcpSock, now: int, wire: Wire, numbered: bool) -> None:
     """tcp_v4_timewait_ack: the socket's own last ACK again."""
-    env = sock.env
-    if env.path.loses(sock.iteration, sock.connection, sock.side):
+    if sock.env.path.loses(sock.iteration, sock.connection, sock.side):
         raise LossNotFollowed(
             f"the path loses the {sock.side}'s last ACK again (TIME_WAIT's answer to the "
             "probe): the peer's RTO after its probe is not modelled yet"
         )
-    window = sock.rspace.header_window(syn=False)
-    arrival = env.link.arrival(now)
     limit = (
         "a FIN takes a sequence number, so no rate limit applies"
         if numbered
         else "the first such answer in 500 ms (tcp_oow_rate_limited)"
     )
+    send_ack(
+        sock,
+        now,
+        wire,
+        (
+            f"the {sock.side}'s socket, in TIME_WAIT, gets the peer's {wire.what}: it starts "
+            "below rcv_nxt, out of window, so tcp_timewait_state_process answers with its "
+            f"last ACK again (tcp_v4_timewait_ack: its own numbers and saved window; {limit})"
+        ),
+        window=sock.rspace.header_window(syn=False),
+    )
+
+
+def send_ack(
+    sock: TcpSock,
+    now: int,
+    wire: Wire,
+    explanation: str,
+    *,
+    window: int | None = None,
+    route: int | None = None,
+    iteration: int | None = None,
+) -> None:
+    """tcp_v4_timewait_ack for `wire`: an ACK of the TIME_WAIT socket's own numbers,
+    timestamps only. `window`: the saved window where the model states it; `route`:
+    the connection it travels on, where that is a later one on the same 4-tuple (a
+    replayed SYN's, replay.py: its numbers are stale there), recorded in `iteration`."""
+    env = sock.env
+    arrival = env.link.arrival(now)
     event = env.recorder.segment(
-        iteration=sock.iteration,
+        iteration=sock.iteration if iteration is None else iteration,
         connection=sock.connection,
         sent_ns=now,
         arrived_ns=arrival,
@@ -77,18 +103,14 @@ def _answer(sock: TcpSock, now: int, wire: Wire, numbered: bool) -> None:
         options=(Timestamps(),),
         cookie=None,
         what="TIME_WAIT ACK",
-        explanation=(
-            f"the {sock.side}'s socket, in TIME_WAIT, gets the peer's {wire.what}: it starts "
-            "below rcv_nxt, out of window, so tcp_timewait_state_process answers with its "
-            f"last ACK again (tcp_v4_timewait_ack: its own numbers and saved window; {limit})"
-        ),
+        explanation=explanation,
         cause=f"{wire.what} arrived",
         caused_by=wire.event_id,
         window=window,
     )
     answer = Wire(
         sock.side,
-        sock.connection,
+        sock.connection if route is None else route,
         ("ACK",),
         sock.snd_nxt,
         sock.rcv_nxt,
@@ -97,9 +119,10 @@ def _answer(sock: TcpSock, now: int, wire: Wire, numbered: bool) -> None:
         None,
         event.id,
         "TIME_WAIT ACK",
-        window=window << env.wscale,
-        sent_ns=now,
-        echoes_ns=sock.ts_recent_ns,
+        stale=route is not None,
+        window=0 if window is None else window << env.wscale,
+        sent_ns=now if route is None else 0,
+        echoes_ns=sock.ts_recent_ns if route is None else None,
         fresh=True,  # ip_send_unicast_reply's own skb: nothing keeps a clone
     )
     env.transmit(answer, arrival)
