@@ -72,6 +72,22 @@ def netns_of(pid: int) -> str | None:
         return None
 
 
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie; it may exit between any two reads of /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def command_of(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
 def holders_of(namespaces: set[str]) -> list[int]:
     holders = []
     for entry in Path("/proc").iterdir():
@@ -119,22 +135,12 @@ def test_sigkill_mid_run_leaves_nothing_behind(delaying_machine: LabMachine, vic
         runner = min(family)
         namespaces = {ns for pid in family if (ns := netns_of(pid)) and ns != host_netns}
         assert namespaces, "the run's processes should live in a namespace of their own"
-        names = {
-            Path(f"/proc/{p}/comm").read_text().strip()
-            for p in family
-            if Path(f"/proc/{p}").exists()
-        }
+        names = {command_of(p) for p in family}
         assert {"tfo-echo-server", "tfo-delay"} & names
         os.kill(runner if victim == "runner" else top.pid, signal.SIGKILL)
-        assert wait_for(
-            lambda: (
-                not any(
-                    Path(f"/proc/{p}").exists()
-                    and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"
-                    for p in family
-                )
-            )
-        ), "a lab process outlived the kill"
+        assert wait_for(lambda: not any(running(p) for p in family)), (
+            "a lab process outlived the kill"
+        )
         assert wait_for(lambda: not holders_of(namespaces)), "the lab namespace is still held"
     finally:
         top.kill()
