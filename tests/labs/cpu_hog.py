@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.processes import running
 from tfolab.core import lifetime
 
 HOG_PRIORITY = 50
@@ -39,14 +40,6 @@ def runner_pid(parent: int) -> int | None:
         if b"tfolab.runner" in argv and b"-m" in argv and f"\nPPid:\t{parent}\n" in status:
             return int(entry.name)
     return None
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def hog(cpu: int, stop: int) -> int:
@@ -88,7 +81,7 @@ def main() -> int:
         while runner is None and time.monotonic() < deadline:
             time.sleep(0.005)
             runner = runner_pid(parent)
-        while runner is not None and alive(runner):
+        while runner is not None and running(runner):
             time.sleep(0.005)
     except ValueError:
         pass  # no parent given: stop at once

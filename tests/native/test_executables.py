@@ -23,6 +23,7 @@ import pytest
 from tests.environment import require_or_skip
 from tests.native.netns import run_in_netns
 from tests.native.support import TIMEOUT_S, echo_server, run, stop
+from tests.processes import running
 from tfolab.core import native
 
 
@@ -189,15 +190,6 @@ print(p.stdout.readline().decode().strip(), p.pid, flush=True)
 """
 
 
-def _alive(pid: int) -> bool:
-    """True while pid runs; a zombie (exited, not yet reaped by init) counts as dead."""
-    try:
-        stat = open(f"/proc/{pid}/stat").read()  # noqa: SIM115
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def _die_with_parent_body() -> bool:
     exe = str(native.executable_path("tfo-echo-server"))
     done = run([sys.executable, "-c", PARENT, exe])
@@ -205,7 +197,7 @@ def _die_with_parent_body() -> bool:
     assert ready == "READY"
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        if not _alive(int(pid)):
+        if not running(int(pid)):
             return True
         time.sleep(0.01)
     os.kill(int(pid), signal.SIGKILL)

@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import LabMachine, run_tfolab
 from tests.host.state import changes, snapshot
+from tests.processes import command_of, running
 from tests.served_slots import slots_by_flag
 
 
@@ -68,22 +69,6 @@ def descendants(pid: int) -> set[int]:
 def netns_of(pid: int) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return None
-
-
-def running(pid: int) -> bool:
-    """The process exists and is not a zombie; it may exit between any two reads of /proc."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def command_of(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return None
 

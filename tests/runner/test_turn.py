@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.environment import require_or_skip
+from tests.processes import running
 from tests.runner.holders import ROOT, Holder
 from tfolab.core.slots import SIZE_ENV
 from tfolab.runner import priority
@@ -96,14 +97,6 @@ def _record(directory: Path) -> str:
     return (directory / "slot-0").read_text().split()[0]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _realtime_or_skip() -> None:
     if not priority.realtime_permitted()[0]:
         require_or_skip("root", "SCHED_FIFO needs root (or CAP_SYS_NICE)")
@@ -131,7 +124,7 @@ def test_an_error_inside_a_lab_turn_gives_everything_back_once(
         assert next_run.next_line() == "WAIT 0"  # the slot is held
         turn.say("raise")
         next_run.wait_for_hold()
-        assert not _alive(server) and not _alive(delayer)  # dismantled before the hand-back
+        assert not running(server) and not running(delayer)  # dismantled before the hand-back
         after = turn.after()
         assert turn.process.poll() is None  # given back by the turn, not by its death
         assert after == {
@@ -163,7 +156,7 @@ def test_a_signal_during_a_turn_gives_everything_back(
         assert turn.process.wait(timeout=10) == 128 + signum
         assert _record(slot_dir) == "R"  # given back; a killed holder's slot says "T"
         assert os.sched_getaffinity(ui) == os.sched_getaffinity(waiting) == every
-        assert not [pid for pid in lab if _alive(pid)]
+        assert not [pid for pid in lab if running(pid)]
         next_run = Holder(slot_dir)
         assert next_run.wait_for_hold().endswith(" 0")  # nobody ahead, nothing held
         next_run.release()

@@ -13,6 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from tests.processes import running
 from tests.serve.test_serve import _descendants
 from tfolab.runner import served_class
 
@@ -71,9 +72,9 @@ async def test_every_session_shares_one_autogroup_at_nice_19(serve, as_a_shell_j
         served.process.send_signal(signal.SIGINT)
         served.process.wait(timeout=30)
         deadline = time.monotonic() + 10
-        while any(_alive(pid) for pid in everything) and time.monotonic() < deadline:
+        while any(running(pid) for pid in everything) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not [pid for pid in everything if _alive(pid)]
+        assert not [pid for pid in everything if running(pid)]
 
 
 async def test_sessions_name_their_server_for_the_spare_cpu(serve) -> None:
@@ -88,11 +89,3 @@ async def test_sessions_name_their_server_for_the_spare_cpu(serve) -> None:
         server = int(named[0].split(b"=")[1])
         assert session in served_class.the_class(server, measuring=0)
         await websocket.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
