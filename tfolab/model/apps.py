@@ -43,9 +43,16 @@ _CONNECTING = frozenset({TcpState.CLOSED, TcpState.SYN_SENT})
 _NOT_ACCEPTABLE = frozenset({TcpState.LISTEN, TcpState.SYN_RECV, TcpState.CLOSED})
 
 
+ALPHABET = bytes(range(65, 91))  # A-Z
+
+
 def line_bytes(length: int, tag: int) -> bytes:
-    """A recognisable line of `length` bytes ending in '\\n' (tag picks the letters)."""
-    body = bytes(65 + (tag + k) % 26 for k in range(length - 1))
+    """A recognisable line of `length` bytes ending in '\\n' (tag picks the letters):
+    the alphabet from letter `tag` on, over and over."""
+    start = tag % len(ALPHABET)
+    cycle = ALPHABET[start:] + ALPHABET[:start]
+    body_length = length - 1
+    body = cycle * (body_length // len(cycle)) + cycle[: body_length % len(cycle)]
     return body + b"\n"
 
 
