@@ -65,14 +65,18 @@ HEADLINES: dict[tuple[str, str], list[tuple[int, int, int]]] = {
     ("loss", "synack-lost"): [(4, 0, 1), _4D],
     # a lost request or response: 4D after its probe (PROBES); iteration 2 loses nothing
     ("loss", "request-lost"): [_4D, _4D],
+    ("loss", "probe-lost"): [_4D, _4D],
     ("loss", "response-lost"): [_4D, _4D],
     # a lost FIN or last ACK: after the response, so the headline does not move
     ("loss", "fin-lost"): [_4D, _4D],
     ("loss", "last-ack-lost"): [_4D, _4D],
 }
-# (lab, scenario) -> per iteration: tail-loss probes on the path (0 where not listed)
+# (lab, scenario) -> per iteration: the waits of an RTO's length on the path (0 where not
+# listed): a tail-loss probe, and the RTO after a lost probe (restarted from the probe:
+# the same ticks, its srtt unchanged)
 PROBES = {
     ("loss", "request-lost"): [1, 0],
+    ("loss", "probe-lost"): [2, 0],
     ("loss", "response-lost"): [1, 0],
 }
 # TCP_TIMEOUT_INIT: 250 ticks at HZ 250, on the wheel's level 1 (buckets of 8 ticks),
@@ -95,10 +99,11 @@ def headline_range(
     if timeouts:
         waits = TIMEOUT_MS + (timeouts - 1) * LINEAR_TIMEOUT_MS
         low, high = low + waits, high + waits + TIMEOUT_BUCKET_MS + 1000.0 / hz
-    if PROBES.get((lab, scenario), [0] * i)[i - 1]:
+    waits = PROBES.get((lab, scenario), [0] * i)[i - 1]
+    if waits:
         ticks, spread = probe_ticks(delay_ms, hz)
         tick_ms = 1000.0 / hz
-        low, high = low + ticks * tick_ms, high + (ticks + spread) * tick_ms
+        low, high = low + waits * ticks * tick_ms, high + waits * (ticks + spread) * tick_ms
     return low, high
 
 

@@ -31,6 +31,7 @@ EXPECTED = {
         "two-syns-lost",
         "synack-lost",
         "request-lost",
+        "probe-lost",
         "response-lost",
         "fin-lost",
         "last-ack-lost",

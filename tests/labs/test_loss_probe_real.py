@@ -108,3 +108,25 @@ def test_a_lost_last_ack_is_answered_again_from_time_wait(lab_machine: LabMachin
     assert last_acks[1]["t_ms"] - probe_ms == pytest.approx(13, abs=1.5)
     assert scenario["counters"]["TCPLossProbes"] == 1
     assert scenario["counter_diff"] == []
+
+
+@TIMING
+def test_a_lost_probe_waits_out_the_rto_from_the_probe(lab_machine: LabMachine) -> None:
+    """D = 10 ms: the request and its probe lost; tcp_send_loss_probe restarted the RTO
+    from the probe, 56 ticks (srtt 20 ms + 200 ms, rounded up), and tcp_retransmit_timer
+    sends the request a third time: a timeout now, rehashed, and the probe forgotten."""
+    scenario = lossy_run("--delay", "10", "--iterations", "2", lab="loss", scenario="probe-lost")
+    requests = [
+        r for r in scenario["captured"]
+        if r["connection"] == 1 and r["sender"] == "client" and r["length"]
+    ]  # fmt: skip
+    assert [bool(r.get("lost")) for r in requests] == [True, True, False]
+    probe, again = requests[1], requests[2]
+    waited = again["t_ms"] - 10 - probe["t_ms"]  # the lost probe stamped as sent
+    slack = PER_PACKET_MS["nfqueue"] + HOST_MS
+    assert 56 * TICK_MS - slack < waited <= 57 * TICK_MS + slack, waited
+    counters = scenario["counters"]
+    assert counters["TCPLossProbes"] == counters["TCPTimeouts"] == 1
+    assert counters["TcpTimeoutRehash"] == 1
+    assert "TCPLossProbeRecovery" not in counters  # tcp_enter_loss: tlp_high_seq = 0
+    assert scenario["counter_diff"] == []

@@ -27,7 +27,7 @@ Rules (Linux 6.1 and 6.18 alike):
 
 from __future__ import annotations
 
-from tfolab.model import loss_probe
+from tfolab.model import loss_probe, loss_rto
 from tfolab.model.flights import LostTail
 from tfolab.model.path import LossNotFollowed
 from tfolab.model.rtt_estimator import RTO_MIN_US
@@ -38,7 +38,7 @@ NS_PER_US = 1000
 TCP_TIMEOUT_MIN_US = 2000  # the probe's floor with several segments out
 
 
-def refusal(sock: TcpSock, now: int, first_ack: bool, transmit: loss_probe.Transmit) -> str | None:
+def refusal(sock: TcpSock, now: int, first_ack: bool, transmit: loss_rto.Transmit) -> str | None:
     """The path lost `sock`'s pure ACK (of its rcv_nxt): why the model cannot follow it, or None
     (having set up what follows: the peer's probe of its FIN, or a check at the peer's
     earliest timer). `first_ack`: it acknowledged more than this side's earlier
@@ -91,7 +91,7 @@ def _check(peer: TcpSock, ack: int, now: int) -> None:
     )
 
 
-def _last_ack(sock: TcpSock, peer: TcpSock, transmit: loss_probe.Transmit) -> str | None:
+def _last_ack(sock: TcpSock, peer: TcpSock, transmit: loss_rto.Transmit) -> str | None:
     """The last ACK of a close: the peer's probe of its FIN (loss_probe.lost)."""
     fins = [f for f in peer.flights if not f.data and f.end == peer.snd_nxt]
     if peer.state is not TcpState.LAST_ACK or len(peer.flights) != 1 or not fins:

@@ -45,6 +45,16 @@ class LostTail:
 
 
 @dataclass(frozen=True)
+class Resend:
+    """A lost lone segment that a timer is sending again (the probe, the RTO): the
+    segment, and the width in ticks of the bucket the timer fired from (a timer
+    armed as it fires sits on that bucket's grid)."""
+
+    tail: LostTail
+    width: int
+
+
+@dataclass(frozen=True)
 class WriteMark:
     """One application write, to name the segments that carry it."""
 

@@ -3,9 +3,9 @@
 Rules:
 - The model follows the loss of the client's SYN (syn_timer.py), of the
   server's SYN-ACK (synack_timer.py) and of a lone data segment (its tail-loss
-  probe, loss_probe.py); a drop that lands on another segment is refused while
-  the model runs, with its reason (output._check_loss). The refusals here need
-  no run:
+  probe, loss_probe.py, and the RTO where the probe is lost too, loss_rto.py);
+  a drop that lands on another segment is refused while the model runs, with
+  its reason (output._check_loss). The refusals here need no run:
 - a middlebox stands between the replayed SYN and the server too, so it does
   not combine with replay_syn;
 - the runner gives the delayer one plan per iteration's connection, so a drop

@@ -27,8 +27,9 @@ and tcp_send_loss_probe, tcp_input.c tcp_process_tlp_ack):
   alone, acknowledged nothing its peer still waited for (else the peer's own
   probe races it), went out with nothing else in flight, on a connection that has
   retransmitted nothing, and the socket sent no other data or FIN before the
-  probe. A second segment, a probe of new data, a lost probe (the RTO after
-  it), a lost pure ACK: refused, each with its reason. So is a one-way delay
+  probe. A probe the path loses too waits out the RTO (loss_rto.py). A second
+  segment, a probe of new data, a lost pure ACK: refused, each with its
+  reason (ack_loss.py takes the pure ACKs it can). So is a one-way delay
   below the application's reaction time: there the capture's order of the
   lost segment and the one sent just before it is a race of microseconds (the
   lost one stamped as sent, the other as released), which the comparison does
@@ -37,11 +38,11 @@ and tcp_send_loss_probe, tcp_input.c tcp_process_tlp_ack):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
-from tfolab.model import rtt_estimator
-from tfolab.model.flights import LostTail
+from tfolab.model import loss_rto, rtt_estimator
+from tfolab.model.flights import LostTail, Resend
+from tfolab.model.loss_rto import Transmit, cubic_ssthresh
 from tfolab.model.path import LossNotFollowed
 from tfolab.model.rtt_estimator import RTO_MIN_US
 from tfolab.model.sock import TcpSock
@@ -49,12 +50,8 @@ from tfolab.model.state import TcpState
 
 NS_PER_US = 1000
 US_PER_SECOND = 1_000_000
-CUBIC_BETA = 717  # tcp_cubic.c beta, over BICTCP_BETA_SCALE 1024
-BICTCP_BETA_SCALE = 1024
 SENDING_STATES = (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
 FIN_STATES = (TcpState.FIN_WAIT1, TcpState.LAST_ACK)  # where tcp_send_fin leaves a socket
-# output.transmit, handed in by output.py (which calls this module as it sends)
-Transmit = Callable[..., int]
 
 
 def probe_jiffies(sock: TcpSock, shift_us: int) -> int:
@@ -63,9 +60,8 @@ def probe_jiffies(sock: TcpSock, shift_us: int) -> int:
     rtt = rtt_estimator.estimate(sock.rtt_history, shift_us)
     assert rtt is not None
     per_jiffy = US_PER_SECOND // sock.env.clock.hz  # usecs_to_jiffies: HZ 250 divides 10^6
-    rto = -(-rtt.rto_us // per_jiffy)  # __tcp_set_rto, rounded up
     probe = -(-((rtt.srtt_x8 >> 2) + RTO_MIN_US) // per_jiffy)
-    return min(probe, rto)
+    return min(probe, loss_rto.rto_jiffies(sock, shift_us))
 
 
 def refusal(
@@ -75,8 +71,6 @@ def refusal(
     None if it can. `first_ack`: the segment acknowledged more than this side's earlier
     segments had."""
     who = f"the {sock.side}'s"
-    if sock.probing:
-        return f"{who} tail-loss probe lost too: the RTO after it"
     if not payload and "FIN" not in flags:
         return (
             "a lost pure ACK: the peer's timers for what it acknowledged, and the later "
@@ -97,6 +91,8 @@ def refusal(
             f"{peer.side}'s own probe races this one's (a FIN or data sent twice, "
             "answered with a D-SACK)"
         )
+    if sock.resending:
+        return None  # the probe or the RTO's retransmission of the one lost: loss_rto.py
     if sock.flights:
         return (
             f"{who} segment lost with {len(sock.flights)} other(s) in flight: RACK "
@@ -122,14 +118,18 @@ def capture_order_race(sock: TcpSock) -> str | None:
 
 
 def lost(sock: TcpSock, now: int, tail: LostTail, transmit: Transmit) -> None:
-    """The path lost `tail`, sent alone: the probe timer, as tcp_write_xmit arms it."""
+    """The path lost `tail`, sent alone: the probe timer, as tcp_write_xmit arms it;
+    where it was the probe or a retransmission, the RTO (loss_rto.py)."""
+    if sock.resending:
+        loss_rto.armed(sock, now, tail, transmit, grid=sock.resending.width)
+        return
     low = probe_jiffies(sock, 0)  # each sample a microsecond over the model's (sock.py)
     high = probe_jiffies(sock, sock.env.rtt_excess_ns // NS_PER_US)
     expires = sock.jiffies(now) + low
     fire_ns, width = sock.wheel_timer(now, expires)
     spread = width if width > 1 else 1 + (high - low)
     sock.lost_tail = tail
-    sock.env.call_at(fire_ns, lambda t: _fire(sock, t, low, high, spread, transmit))
+    sock.env.call_at(fire_ns, lambda t: _fire(sock, t, low, high, spread, width, transmit))
 
 
 def sent_meanwhile(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> None:
@@ -144,7 +144,9 @@ def sent_meanwhile(sock: TcpSock, flags: tuple[str, ...], payload: bytes) -> Non
     )
 
 
-def _fire(sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: Transmit) -> None:
+def _fire(
+    sock: TcpSock, now: int, low: int, high: int, spread: int, width: int, transmit: Transmit
+) -> None:
     """tcp_send_loss_probe: the last segment again, if it is still the one in flight."""
     tail = sock.lost_tail
     if tail is None or [f.seq for f in sock.flights] != [tail.seq]:
@@ -178,7 +180,7 @@ def _fire(sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: T
         spread_ticks=spread,
     )
     sock.lost_tail = None
-    sock.probing = True
+    sock.resending = Resend(tail, width)
     try:
         event_id = transmit(
             sock,
@@ -197,7 +199,7 @@ def _fire(sock: TcpSock, now: int, low: int, high: int, spread: int, transmit: T
             caused_by=fired,
         )
     finally:
-        sock.probing = False
+        sock.resending = None
     sock.count("TCPLossProbes")
     # no TCPCB_RETRANS: its ACK samples the RTT from now (tcp_clean_rtx_queue)
     sock.flights[0] = replace(sock.flights[0], sent_ns=now, event_id=event_id)
@@ -212,7 +214,7 @@ def ack_arrived(sock: TcpSock, ack: int, *, advanced: bool, not_dup: bool) -> No
     if ack > high:
         # a loss the probe repaired: tcp_init_cwnd_reduction, CWR, tcp_end_cwnd_reduction
         sock.count("TCPLossProbeRecovery")
-        sock.snd_ssthresh = max(sock.snd_cwnd * CUBIC_BETA // BICTCP_BETA_SCALE, 2)
+        sock.snd_ssthresh = cubic_ssthresh(sock.snd_cwnd)
         sock.snd_cwnd = sock.snd_ssthresh
         sock.tlp_high_seq = None
     elif not (advanced or not_dup):

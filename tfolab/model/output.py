@@ -171,7 +171,8 @@ def transmit(
         env.transmit(wire, arrival)
     elif probe:
         end = seq + len(payload) + (1 if "FIN" in flags else 0)  # a FIN takes a number
-        tail = LostTail(seq, end, flags, payload, what, event.id)
+        first = sock.resending  # a probe or retransmission lost: named as the first was
+        tail = LostTail(seq, end, flags, payload, first.tail.what if first else what, event.id)
         loss_probe.lost(sock, now, tail, transmit)
     if ack is not None:
         _ack_sent(sock, now, event.id, what)
@@ -251,7 +252,8 @@ def _check_loss(
 ) -> bool:
     """The losses the model follows: a client's SYN, Fast Open's too (syn_timer.py), a
     SYN-ACK that is not a Fast Open child's (synack_timer.py), and a lone data segment
-    or FIN (its tail-loss probe: True, loss_probe.py), and a pure ACK that a later
+    or FIN (its tail-loss probe: True, loss_probe.py; the RTO where the probe or a
+    retransmission is lost too, loss_rto.py), and a pure ACK that a later
     segment repeats or that ends a close (ack_loss.py). Any other lost segment ends the run
     outside the domain, with the reason."""
     if sock.side == "server" and flags == ("SYN", "ACK") and not sock.tfo_child:
@@ -283,11 +285,10 @@ def _check_loss(
         if why is None:
             return True
     raise LossNotFollowed(
-        f"the path loses the {sock.side}'s {what} ({why}): what follows needs the "
-        "retransmission timer after the handshake beyond a lone segment's tail-loss probe, "
-        "not modelled yet; the model follows the loss of the client's SYN (drop=client:1), "
-        "of the server's SYN-ACK (drop=server:1), and of a lone data segment or FIN (its "
-        "probe)"
+        f"the path loses the {sock.side}'s {what} ({why}): what follows is not modelled "
+        "yet; the model follows the loss of the client's SYN (drop=client:1), of the "
+        "server's SYN-ACK (drop=server:1), and of a lone data segment or FIN (its "
+        "tail-loss probe, and the RTO after a lost probe)"
     )
 
 

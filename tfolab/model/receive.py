@@ -36,7 +36,8 @@ from __future__ import annotations
 
 from tfolab.model import delack_timer, loss_probe, synack_timer, time_wait
 from tfolab.model.delack import ACK_NOW, ACK_SCHED
-from tfolab.model.handshake import ack_of_synack, receive_synack
+from tfolab.model.flights import Flight
+from tfolab.model.handshake import ack_of_synack, receive_synack, tsecr_sample_ns
 from tfolab.model.output import push, send_ack
 from tfolab.model.replay import reset_stale_ack
 from tfolab.model.sock import TCP_INVALID_RATELIMIT_MS, TcpSock
@@ -172,18 +173,31 @@ def _out_of_window(sock: TcpSock, now: int, wire: Wire) -> None:
     )
 
 
+def _rtt_sample(sock: TcpSock, now: int, wire: Wire, newly: list[Flight]) -> bool:
+    """tcp_clean_rtx_queue and tcp_ack_update_rtt: a sample from the oldest segment newly
+    acknowledged, unless one of them was sent again (Karn's rule, FLAG_RETRANS_DATA_ACKED):
+    then from the TSecr, in whole milliseconds. Returns whether a sample was taken from
+    the sequence (what tcp_synack_rtt_meas would have had)."""
+    if not newly:
+        return False
+    if not any(f.retransmitted for f in newly):
+        sock.rtt_sample(now - newly[0].sent_ns)
+        return True
+    if wire.echoes_ns is not None and sock.state is not TcpState.SYN_RECV:
+        sock.rtt_sample(tsecr_sample_ns(now, wire.echoes_ns))  # ack_of_synack's own there
+    return False
+
+
 def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
     assert wire.ack is not None
     newly = [f for f in sock.flights if f.end <= wire.ack]
     sock.flights = [f for f in sock.flights if f.end > wire.ack]
-    fresh = [f for f in newly if not f.retransmitted]
     sock.snd_una = wire.ack  # tcp_ack moves snd_una before tcp_clean_rtx_queue samples
-    if fresh:
-        sock.rtt_sample(now - fresh[0].sent_ns)
+    sampled = _rtt_sample(sock, now, wire, newly)
     sock.marks = [m for m in sock.marks if m.end > sock.snd_una]
     acked = sum(1 for f in newly if f.data)
     if acked and sock.snd_cwnd < 2 * sock.max_packets_out:
-        if sock.snd_ssthresh is not None and sock.snd_cwnd >= sock.snd_ssthresh:
+        if sock.snd_ssthresh is not None and sock.snd_cwnd + acked > sock.snd_ssthresh:
             sock.env.beyond_domain.append(
                 f"the {sock.side}'s window grows past ssthresh {sock.snd_ssthresh} after a "
                 "loss probe's cut (CUBIC's congestion avoidance): not modelled yet"
@@ -196,7 +210,7 @@ def _process_ack(sock: TcpSock, now: int, wire: Wire) -> None:
     if not sock.flights:
         sock.max_packets_out = 0  # tcp_cwnd_validate starts a new usage period
     if sock.state is TcpState.SYN_RECV:
-        ack_of_synack(sock, now, wire, sampled=bool(fresh))
+        ack_of_synack(sock, now, wire, sampled=sampled)
     elif sock.fin_sent and sock.snd_una == sock.snd_nxt:
         sock.move(TcpEvent.RECV_ACK_OF_FIN)
 

@@ -75,7 +75,8 @@ def expired(
 ) -> int:
     """A retransmission timer runs (tcp_retransmit_timer, or reqsk_timer_handler for a
     request's SYN-ACK): the fired timer drawn under `name` ("rto", "syn", "synack"), and
-    TCPTimeouts counted, as at every expiry (6.1 and 6.18). Returns the Timer's id."""
+    TCPTimeouts counted, as at every expiry, TcpTimeoutRehash at tcp_retransmit_timer's
+    (6.1 and 6.18). Returns the Timer's id."""
     fired = sock.timer(
         now,
         now,
@@ -87,7 +88,16 @@ def expired(
         spread_ticks=spread_ticks,
     )
     sock.count("TCPTimeouts")
+    if name != "synack":
+        write_timeout(sock)
     return fired
+
+
+def write_timeout(sock: TcpSock) -> None:
+    """tcp_retransmit_timer -> tcp_write_timeout, not a request's SYN-ACK timer: the
+    socket picks a new transmit hash (sk_rethink_txhash; net.core.txrehash is on by
+    default, and every connected socket has a hash), TcpTimeoutRehash (6.1 and 6.18)."""
+    sock.count("TcpTimeoutRehash")
 
 
 def _fire(sock: TcpSock, now: int, armed: int) -> None:

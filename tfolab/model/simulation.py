@@ -50,9 +50,11 @@ PREDICTED_COUNTERS = (
     "TCPFastOpenPassiveFail",
     "TCPLossProbeRecovery",  # the first ACK beyond a probe that repaired a loss (loss_probe.py)
     "TCPLossProbes",  # a tail-loss probe sent (loss_probe.py)
+    "TCPLostRetransmit",  # a timeout finding a retransmission lost (syn_timer, loss_rto)
     "TCPSYNChallenge",  # a SYN or SYN-ACK after the handshake
     "TCPSynRetrans",  # tcp_retransmit_skb of a SYN (syn_timer.py)
     "TCPTimeouts",  # every expiry: tcp_retransmit_timer, reqsk_timer_handler (synack_timer.py)
+    "TcpTimeoutRehash",  # tcp_retransmit_timer's expiries only (retransmit.write_timeout)
 )
 DEFAULT_ACCURACY = Accuracy()
 # kernel/time/timer.c: a level-1 bucket is 8 ticks (LVL_CLK_SHIFT 3); other_buckets

@@ -42,7 +42,7 @@ from tfolab.model.clock import JiffyClock
 from tfolab.model.delack import TCP_MIN_MSS, TCP_MSS_DEFAULT, AckState
 from tfolab.model.events import Side, TimerAction
 from tfolab.model.fastopen import CookieCache, FastOpenServer, SynPlan
-from tfolab.model.flights import Flight, LostTail, WriteMark
+from tfolab.model.flights import Flight, LostTail, Resend, WriteMark
 from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.page_frag import PageFrag
 from tfolab.model.rcv_space import RcvSpace
@@ -138,10 +138,12 @@ class TcpSock:
         self.cwnd_grown_by: int | None = None  # the flight (segments) whose ACK grew it
         self.snd_cwnd = TCP_INIT_CWND  # tcp_init_cwnd (no route metric on lo)
         self.total_retrans = 0  # segments sent again (the handshake's, for tcp_init_transfer)
-        # the tail-loss probe (loss_probe.py): the lost lone segment it waits for, whether
-        # the probe is being sent, tlp_high_seq (None: 0), and ssthresh once a loss cut it
+        # the tail-loss probe (loss_probe.py) and the RTO after it (loss_rto.py): the lost
+        # lone segment they wait for, the one either of them is sending again (None: none),
+        # icsk_backoff, tlp_high_seq (None: 0), and ssthresh once a loss cut it
         self.lost_tail: LostTail | None = None
-        self.probing = False
+        self.resending: Resend | None = None
+        self.rto_backoff = 0
         self.tlp_high_seq: int | None = None
         self.snd_ssthresh: int | None = None
         self.dropped: dict[int, Wire] = {}  # by seq: what the peer dropped (retransmit.py)
@@ -457,6 +459,7 @@ class TcpSock:
             self.rtt = rtt_estimator.update(self.rtt, sample)
         if self.rtt_seq is None or ends_round:
             self.rtt_seq = self.snd_nxt
+        self.rto_backoff = 0  # tcp_ack_update_rtt: icsk_backoff = 0 with a valid sample
 
     # ------------------------------------------------------------ the timeline
     def note(self, now: int, text: str, caused_by: int | None = None, cause: str = "") -> int:

@@ -5,7 +5,9 @@ tcp_retransmit_timer, tcp_output.c tcp_retransmit_skb):
 - tcp_connect arms the retransmission timer with TCP_TIMEOUT_INIT (1 s) as the
   SYN leaves. When it fires in SYN_SENT, tcp_retransmit_skb sends the SYN
   again: the same sequence number and options (a new timestamp), counted in
-  TCPTimeouts and TCPSynRetrans.
+  TCPTimeouts and TCPSynRetrans; from the second timeout on, TCPLostRetransmit
+  as well (tcp_enter_loss -> tcp_timeout_mark_lost -> tcp_mark_skb_lost: the
+  head was marked lost and retransmitted already).
 - A Fast Open SYN (with data, a cookie or a cookie request) is sent again bare:
   tcp_send_syn_data left the data in its own skb behind the SYN and set
   fo->cookie.len = -1 ("Exclude Fast Open option for SYN retries"). Its third
@@ -74,6 +76,10 @@ def _fire(
         # tcp_write_timeout -> tcp_fastopen_active_detect_blackhole: the third timeout of a
         # SYN that tried Fast Open (blackhole detection off by default: nothing disabled)
         sock.count("TCPFastOpenActiveFail")
+    if timeouts:
+        # tcp_enter_loss -> tcp_timeout_mark_lost: the SYN, marked lost at the first
+        # timeout and retransmitted since, is lost again (tcp_mark_skb_lost)
+        sock.count("TCPLostRetransmit")
     sock.count("TCPSynRetrans")  # tcp_retransmit_skb of a SYN
     timeouts += 1
     event_id = transmit(
