@@ -100,3 +100,20 @@ def test_two_lost_syns_count_a_lost_retransmit() -> None:
     sim = _sim("client:1,client:2")
     assert sim.counters.get("TCPLostRetransmit") == 1
     assert "TCPLostRetransmit" not in _sim("client:1").counters
+
+
+def test_time_wait_s_answer_lost_the_server_s_rto_sends_its_fin_again() -> None:
+    """The client's last ACK lost, then TIME_WAIT's answer to the server's FIN probe: the
+    server's FIN waits for the RTO that tcp_send_loss_probe restarted as the probe left,
+    57 ticks at D = 13, and TIME_WAIT answers the third FIN (never rate-limited)."""
+    sim = _sim("client:6,client:7")
+    fins = [s for s in _segments(sim, "server") if "FIN" in s.flags]
+    assert [f.what for f in fins] == ["FIN", "FIN again", "FIN again"]
+    [probe] = [t for t in _timers(sim, "tlp") if t.side == "server"]
+    [rto] = _timers(sim, "rto")
+    assert rto.side == "server" and fins[2].caused_by == rto.id
+    assert fins[1].caused_by == probe.id
+    assert 57 * TICK_MS < rto.time_ms - fins[1].time_ms <= 58 * TICK_MS + 1e-9
+    answers = [s for s in _segments(sim, "client") if s.what == "TIME_WAIT ACK"]
+    assert [a.lost for a in answers] == [True, False]
+    assert sim.counters == {"TCPLossProbes": 1, "TCPTimeouts": 1, "TcpTimeoutRehash": 1}

@@ -180,7 +180,7 @@ def _fire(
         spread_ticks=spread,
     )
     sock.lost_tail = None
-    sock.resending = Resend(tail, width)
+    sock.resending = sock.last_resend = Resend(tail, width)
     try:
         event_id = transmit(
             sock,

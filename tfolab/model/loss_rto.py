@@ -122,7 +122,7 @@ def _fire(
     sock.tlp_high_seq = None
     sock.lost_tail = None
     sock.rto_backoff += 1  # after tcp_retransmit_skb in the kernel; read only if it is lost
-    sock.resending = Resend(tail, width)
+    sock.resending = sock.last_resend = Resend(tail, width)
     try:
         event_id = transmit(
             sock,

@@ -143,6 +143,7 @@ class TcpSock:
         # icsk_backoff, tlp_high_seq (None: 0), and ssthresh once a loss cut it
         self.lost_tail: LostTail | None = None
         self.resending: Resend | None = None
+        self.last_resend: Resend | None = None  # the latest probe or RTO's, kept
         self.rto_backoff = 0
         self.tlp_high_seq: int | None = None
         self.snd_ssthresh: int | None = None

@@ -17,15 +17,22 @@ Linux 6.1 and 6.18 alike):
   last ACK's, unchanged since nothing was received), and the timestamps
   option only (no SACK); its TSecr stays the FIN's first TSval, as the
   out-of-window segment does not update tw_ts_recent.
-- The answer is a segment the path counts (a drop may name it): lost, the
-  peer's RTO follows its probe, outside the model's domain.
+- The answer is a segment the path counts (a drop may name it). Lost, the
+  peer's FIN, probed or sent again by its RTO, stays unacknowledged: its
+  retransmission timer, which tcp_send_loss_probe (or tcp_retransmit_timer)
+  restarted as the FIN left, fires a whole RTO later (doubled after an RTO)
+  and sends the FIN once more (loss_rto.py); a peer whose FIN was not resent
+  by one of those timers is outside the model's domain.
 - Anything else reaching TIME_WAIT on its own connection (a segment at or
   beyond rcv_nxt, a SYN) is outside the model's domain, said so.
 """
 
 from __future__ import annotations
 
+from tfolab.model import loss_rto
+from tfolab.model.flights import LostTail
 from tfolab.model.options import Timestamps
+from tfolab.model.output import transmit
 from tfolab.model.path import LossNotFollowed
 from tfolab.model.sock import TcpSock
 from tfolab.model.wire import Wire
@@ -51,11 +58,9 @@ def receive(sock: TcpSock, now: int, wire: Wire) -> None:
 
 def _answer(sock: TcpSock, now: int, wire: Wire, numbered: bool) -> None:
     """tcp_v4_timewait_ack: the socket's own last ACK again."""
-    if sock.env.path.loses(sock.iteration, sock.connection, sock.side):
-        raise LossNotFollowed(
-            f"the path loses the {sock.side}'s last ACK again (TIME_WAIT's answer to the "
-            "probe): the peer's RTO after its probe is not modelled yet"
-        )
+    lost = sock.env.path.loses(sock.iteration, sock.connection, sock.side)
+    if lost:
+        _peer_waits(sock, now)
     limit = (
         "a FIN takes a sequence number, so no rate limit applies"
         if numbered
@@ -71,7 +76,24 @@ def _answer(sock: TcpSock, now: int, wire: Wire, numbered: bool) -> None:
             f"last ACK again (tcp_v4_timewait_ack: its own numbers and saved window; {limit})"
         ),
         window=sock.rspace.header_window(syn=False),
+        lost=lost,
     )
+
+
+def _peer_waits(sock: TcpSock, now: int) -> None:
+    """The answer is lost: the peer's FIN, last sent by its probe or RTO, waits for the
+    RTO those restarted as it left (loss_rto.armed, from that moment and that timer's
+    bucket)."""
+    peer = sock.peer
+    resent = None if peer is None else peer.last_resend
+    if peer is None or resent is None or [f.seq for f in peer.flights] != [resent.tail.seq]:
+        raise LossNotFollowed(
+            f"the path loses the {sock.side}'s last ACK again (TIME_WAIT's answer), and the "
+            "FIN it answers was not sent again by the peer's probe or RTO: not modelled yet"
+        )
+    fin = peer.flights[0]
+    tail = LostTail(fin.seq, fin.end, resent.tail.flags, b"", resent.tail.what, fin.event_id)
+    loss_rto.armed(peer, fin.sent_ns, tail, transmit, grid=resent.width)
 
 
 def send_ack(
@@ -83,13 +105,15 @@ def send_ack(
     window: int | None = None,
     route: int | None = None,
     iteration: int | None = None,
+    lost: bool = False,
 ) -> None:
     """tcp_v4_timewait_ack for `wire`: an ACK of the TIME_WAIT socket's own numbers,
     timestamps only. `window`: the saved window where the model states it; `route`:
     the connection it travels on, where that is a later one on the same 4-tuple (a
-    replayed SYN's, replay.py: its numbers are stale there), recorded in `iteration`."""
+    replayed SYN's, replay.py: its numbers are stale there), recorded in `iteration`;
+    `lost`: the path loses it (recorded at its send time, never delivered)."""
     env = sock.env
-    arrival = env.link.arrival(now)
+    arrival = now if lost else env.link.arrival(now)
     event = env.recorder.segment(
         iteration=sock.iteration if iteration is None else iteration,
         connection=sock.connection,
@@ -107,7 +131,10 @@ def send_ack(
         cause=f"{wire.what} arrived",
         caused_by=wire.event_id,
         window=window,
+        lost=lost,
     )
+    if lost:
+        return
     answer = Wire(
         sock.side,
         sock.connection if route is None else route,
