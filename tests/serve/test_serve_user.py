@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.environment import require_or_skip
+from tests.processes import running
 from tests.serve.test_serve import _descendants
-from tests.serve.test_serve_autogroup import _alive
 from tests.served_slots import slots_by_flag
 from tfolab.core.errors import UserError
 from tfolab.core.privileges import find_account
@@ -36,9 +36,9 @@ def test_the_server_dies_with_its_job_after_changing_user(serve) -> None:
     os.kill(waiter, signal.SIGKILL)  # what a lost terminal or an OOM kill does to the job
     served.process.wait(timeout=10)
     deadline = time.monotonic() + 15
-    while any(_alive(p) for p in everything) and time.monotonic() < deadline:
+    while any(running(p) for p in everything) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = [p for p in everything if _alive(p)]
+    left = [p for p in everything if running(p)]
     for pid in left:  # the failure's own mess: nothing of the test keeps running
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
