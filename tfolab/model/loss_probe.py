@@ -180,26 +180,18 @@ def _fire(
         spread_ticks=spread,
     )
     sock.lost_tail = None
-    sock.resending = sock.last_resend = Resend(tail, width)
-    try:
-        event_id = transmit(
-            sock,
-            now,
-            flags=tail.flags,
-            seq=tail.seq,
-            payload=tail.payload,
-            what=f"{tail.what} again",
-            explanation=(
-                f"{tail.what}{f' ({len(tail.payload)} B)' if tail.payload else ''} sent again "
-                "as the tail-loss probe "
-                "(tcp_send_loss_probe -> __tcp_retransmit_skb): nothing unsent, so the last "
-                "segment; the same bytes, this moment's ACK and window"
-            ),
-            cause="the tail-loss probe timer fired",
-            caused_by=fired,
-        )
-    finally:
-        sock.resending = None
+    event_id = loss_rto.resend(
+        sock,
+        now,
+        Resend(tail, width),
+        transmit,
+        how=(
+            "as the tail-loss probe (tcp_send_loss_probe -> __tcp_retransmit_skb): nothing "
+            "unsent, so the last segment; the same bytes, this moment's ACK and window"
+        ),
+        cause="the tail-loss probe timer fired",
+        caused_by=fired,
+    )
     sock.count("TCPLossProbes")
     # no TCPCB_RETRANS: its ACK samples the RTT from now (tcp_clean_rtx_queue)
     sock.flights[0] = replace(sock.flights[0], sent_ns=now, event_id=event_id)

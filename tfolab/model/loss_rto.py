@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from tfolab.model import rtt_estimator
+from tfolab.model import expiry, rtt_estimator
 from tfolab.model.flights import LostTail, Resend
 from tfolab.model.sock import TcpSock
 
@@ -97,23 +97,18 @@ def _fire(
         "trip plus microseconds of host time, which decide the rounding)"
     )
     base = "the RTO" if not again else f"the RTO doubled {sock.rto_backoff} time(s) (icsk_backoff)"
-    fired = sock.timer(
+    fired = expiry.expired(
+        sock,
         now,
-        now,
-        name="rto",
-        action="fired",
-        explanation=(
+        (
             f"retransmission timer fired: {tail.what} unacknowledged {clock.jiffies_to_ms(low):g} "
             f"ms{either} after the last time it left, {base}: srtt + rttvar from "
             "tcp_rtt_estimator, rounded up to ticks (tcp_send_loss_probe -> tcp_rearm_rto "
             "restarted it from the probe; tcp_retransmit_timer, 6.1 and 6.18)"
         ),
-        cause="the timer expired",
-        caused_by=tail.event_id,
+        tail.event_id,
         spread_ticks=spread,
     )
-    sock.count("TCPTimeouts")
-    sock.count("TcpTimeoutRehash")  # tcp_write_timeout: sk_rethink_txhash
     if again:
         sock.count("TCPLostRetransmit")  # tcp_mark_skb_lost: lost, and retransmitted
     else:
@@ -122,25 +117,50 @@ def _fire(
     sock.tlp_high_seq = None
     sock.lost_tail = None
     sock.rto_backoff += 1  # after tcp_retransmit_skb in the kernel; read only if it is lost
-    sock.resending = sock.last_resend = Resend(tail, width)
+    event_id = resend(
+        sock,
+        now,
+        Resend(tail, width),
+        transmit,
+        how=(
+            "by the retransmission timer (tcp_retransmit_timer -> tcp_enter_loss: cwnd 1, "
+            f"ssthresh {sock.snd_ssthresh}; tcp_retransmit_skb): the same bytes, this "
+            "moment's ACK and window"
+        ),
+        cause="the retransmission timer fired",
+        caused_by=fired,
+    )
+    sock.total_retrans += 1
+    sock.flights[0] = replace(sock.flights[0], sent_ns=now, event_id=event_id, retransmitted=True)
+
+
+def resend(
+    sock: TcpSock,
+    now: int,
+    resent: Resend,
+    transmit: Transmit,
+    *,
+    how: str,
+    cause: str,
+    caused_by: int,
+) -> int:
+    """`resent.tail` on the wire again (the probe's or the RTO's), the socket marked as
+    resending it while it leaves, so that a loss of this copy arms the RTO (armed);
+    `how` ends the explanation. Returns the segment's event id."""
+    tail = resent.tail
+    size = f" ({len(tail.payload)} B)" if tail.payload else ""
+    sock.resending = sock.last_resend = resent
     try:
-        event_id = transmit(
+        return transmit(
             sock,
             now,
             flags=tail.flags,
             seq=tail.seq,
             payload=tail.payload,
             what=f"{tail.what} again",
-            explanation=(
-                f"{tail.what}{f' ({len(tail.payload)} B)' if tail.payload else ''} sent again "
-                "by the retransmission timer (tcp_retransmit_timer -> tcp_enter_loss: cwnd 1, "
-                f"ssthresh {sock.snd_ssthresh}; tcp_retransmit_skb): the same bytes, this "
-                "moment's ACK and window"
-            ),
-            cause="the retransmission timer fired",
-            caused_by=fired,
+            explanation=f"{tail.what}{size} sent again {how}",
+            cause=cause,
+            caused_by=caused_by,
         )
     finally:
         sock.resending = None
-    sock.total_retrans += 1
-    sock.flights[0] = replace(sock.flights[0], sent_ns=now, event_id=event_id, retransmitted=True)

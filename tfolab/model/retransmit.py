@@ -24,6 +24,7 @@ Rules (Linux 6.1 and 6.18):
 
 from __future__ import annotations
 
+from tfolab.model.expiry import expired
 from tfolab.model.flights import Flight
 from tfolab.model.output import transmit
 from tfolab.model.sock import TcpSock
@@ -62,42 +63,6 @@ def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
         caused_by=caused_by,
     )
     env.call_at(fire_ns, lambda t: _fire(sock, t, armed))
-
-
-def expired(
-    sock: TcpSock,
-    now: int,
-    explanation: str,
-    caused_by: int,
-    *,
-    spread_ticks: int = 1,
-    name: str = "rto",
-) -> int:
-    """A retransmission timer runs (tcp_retransmit_timer, or reqsk_timer_handler for a
-    request's SYN-ACK): the fired timer drawn under `name` ("rto", "syn", "synack"), and
-    TCPTimeouts counted, as at every expiry, TcpTimeoutRehash at tcp_retransmit_timer's
-    (6.1 and 6.18). Returns the Timer's id."""
-    fired = sock.timer(
-        now,
-        now,
-        name=name,
-        action="fired",
-        explanation=explanation,
-        cause="the timer expired",
-        caused_by=caused_by,
-        spread_ticks=spread_ticks,
-    )
-    sock.count("TCPTimeouts")
-    if name != "synack":
-        write_timeout(sock)
-    return fired
-
-
-def write_timeout(sock: TcpSock) -> None:
-    """tcp_retransmit_timer -> tcp_write_timeout, not a request's SYN-ACK timer: the
-    socket picks a new transmit hash (sk_rethink_txhash; net.core.txrehash is on by
-    default, and every connected socket has a hash), TcpTimeoutRehash (6.1 and 6.18)."""
-    sock.count("TcpTimeoutRehash")
 
 
 def _fire(sock: TcpSock, now: int, armed: int) -> None:

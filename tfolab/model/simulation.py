@@ -54,7 +54,7 @@ PREDICTED_COUNTERS = (
     "TCPSYNChallenge",  # a SYN or SYN-ACK after the handshake
     "TCPSynRetrans",  # tcp_retransmit_skb of a SYN (syn_timer.py)
     "TCPTimeouts",  # every expiry: tcp_retransmit_timer, reqsk_timer_handler (synack_timer.py)
-    "TcpTimeoutRehash",  # tcp_retransmit_timer's expiries only (retransmit.write_timeout)
+    "TcpTimeoutRehash",  # tcp_retransmit_timer's expiries only (expiry.write_timeout)
 )
 DEFAULT_ACCURACY = Accuracy()
 # kernel/time/timer.c: a level-1 bucket is 8 ticks (LVL_CLK_SHIFT 3); other_buckets

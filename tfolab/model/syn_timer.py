@@ -32,7 +32,7 @@ tcp_retransmit_timer, tcp_output.c tcp_retransmit_skb):
 
 from __future__ import annotations
 
-from tfolab.model import retransmit
+from tfolab.model import expiry
 from tfolab.model.output import transmit
 from tfolab.model.sock import TcpSock
 from tfolab.model.state import TcpState
@@ -61,7 +61,7 @@ def _fire(
     """tcp_retransmit_timer in SYN_SENT: the SYN again, and the timer re-armed."""
     if sock.state is not TcpState.SYN_SENT:
         return
-    fired = retransmit.expired(
+    fired = expiry.expired(
         sock,
         now,
         f"SYN retransmission timer fired: no SYN-ACK {rto_ms / 1000:g} s after the SYN "

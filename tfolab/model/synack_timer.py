@@ -30,7 +30,7 @@ numbers):
 
 from __future__ import annotations
 
-from tfolab.model import retransmit
+from tfolab.model import expiry
 from tfolab.model.output import transmit
 from tfolab.model.request_sock import Request
 from tfolab.model.sock import TCP_INVALID_RATELIMIT_MS, TcpSock
@@ -99,7 +99,7 @@ def _fire(
                 ),
             )  # fmt: skip
             return
-    fired = retransmit.expired(
+    fired = expiry.expired(
         sock,
         now,
         f"SYN-ACK timer fired: no ACK {rto_ms / 1000:g} s after the SYN-ACK "
