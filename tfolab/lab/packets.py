@@ -32,7 +32,11 @@ Rules:
   segments still arrive (model/backlog.py): the comparison takes the ones that remove
   disagreements, one at a time (`_reader_races`), and counts them used. Each
   round tries the points up to the earliest disagreement about TCP; a late
-  arrival alone (a slow host's first iteration) is no place to stop.
+  arrival alone (a slow host's first iteration) is no place to stop. The
+  search runs while a disagreement about TCP is left: a hold is an instant in
+  the model, so a lock point changes which ACKs leave then and their windows,
+  and a time alone is the host's (CI's emulated VM, where every arrival is
+  late, spent minutes searching for it), as for the pages and the wheel.
 - A delayed-ACK race against a FIN at D = 0 ends one of three ways
   (model/late_ack.py): carried (the FIN carries the ACK, or the timer's ACK
   leaves just before), late (the timer's ACK arrives after the FIN, and what
@@ -389,7 +393,10 @@ def _reader_races(
     of which the last few are kept for _fewest. Of the outcomes that remove the most
     at a step, the one that agrees furthest into the capture is followed: two points may
     explain the same segment, and only one of them the segments after it. Each lock
-    point is a named race. `cut` gains the limit where it stopped the search."""
+    point is a named race. Only while a disagreement about TCP is left: where times
+    alone disagree, no lock point removes one (a hold is an instant in the model: a point
+    changes which ACKs leave then, and their windows), so the search does not start.
+    `cut` gains the limit where it stopped the search."""
     wrong = _cost(aligned)
     size, reserve = _search_size(sim)
     budget = [size]
@@ -405,7 +412,7 @@ def _reader_races(
         budget[0] -= 1
         return _within_domain(sim, choice)
 
-    while any(wrong) and budget[0] > reserve:
+    while wrong[0] and budget[0] > reserve:
         found = _one_more_point((sim, aligned, model, wrong), attempt, against)
         better = [f for f in found if f[3] < wrong]
         if not better:
@@ -415,7 +422,7 @@ def _reader_races(
         sim, aligned, model, wrong = max(
             (f for f in better if f[3] == least), key=lambda f: _agreeing_prefix(f[1])
         )
-    if any(wrong) and budget[0] <= reserve:
+    if wrong[0] and budget[0] <= reserve:
         cut.append(size)
     return _fewest(sim, aligned, model, against, budget)
 
