@@ -402,7 +402,7 @@ class ClientScript:
 
             env.call_app_at(now, next_call)
 
-    def take(self, now: int, caused_by: int) -> None:
+    def take(self, now: int, caused_by: int, cleanup_until: int | None = None) -> None:
         """At a lock point (loop.py): the blocked read() takes the socket (backlog.py).
 
         Woken from connect() or sendto() by the SYN-ACK instead, the client holds the
@@ -414,7 +414,12 @@ class ClientScript:
             self._connected(now, caused_by)
             return
         # read_whole: poll() returned, and the recv() after it is MSG_DONTWAIT
-        self.ep.take(now, blocking=not self.config.read_whole, caused_by=caused_by)
+        self.ep.take(
+            now,
+            blocking=not self.config.read_whole,
+            caused_by=caused_by,
+            cleanup_until=cleanup_until,
+        )
 
     def _read(self, now: int, caused_by: int | None) -> None:
         if not self.ep.sock.readable_bytes:
@@ -518,18 +523,24 @@ class ServerScript:
         )
         return self.call(now, "accept", "", why, caused_by)
 
-    def take(self, now: int, caused_by: int) -> None:
+    def take(self, now: int, caused_by: int, cleanup_until: int | None = None) -> None:
         """At a lock point (loop.py): the epoll loop's recv() takes the socket early
         (backlog.py), after its TCP_QUICKACK where asked, as before every recv(). On a
         socket whose handshake ACK woke accept() in the same burst, accept() comes
-        first, and with nothing queued yet it is accept() that holds the socket."""
+        first, and with nothing queued yet it is accept() that holds the socket.
+        `cleanup_until`: the recv()'s tcp_cleanup_rbuf runs late (endpoint.take)."""
         if not self.accepted:
             caused_by = self._accept(now, caused_by)
             if not self.ep.sock.rcv_buf:
                 self.ep.hold_for_accept(now, caused_by)
                 return
         quickack = self._quickack(now, caused_by)
-        self.ep.take(now, blocking=False, caused_by=caused_by if quickack is None else quickack)
+        self.ep.take(
+            now,
+            blocking=False,
+            caused_by=caused_by if quickack is None else quickack,
+            cleanup_until=cleanup_until,
+        )
 
     def hold_in_accept(self, now: int, caused_by: int) -> None:
         """At an "accept" point (loop.py): woken by the handshake's ACK, accept() holds

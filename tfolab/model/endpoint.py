@@ -152,11 +152,15 @@ class TcpEndpoint:
         sock.delivered += data
         return data
 
-    def take(self, now: int, *, blocking: bool, caused_by: int) -> None:
+    def take(
+        self, now: int, *, blocking: bool, caused_by: int, cleanup_until: int | None = None
+    ) -> None:
         """A woken reader takes the socket (lock_sock) and copies what is queued (backlog.py).
 
         A MSG_DONTWAIT recv() stops at the end of the queue and runs tcp_cleanup_rbuf
-        now; a blocking read() flushes the backlog first (at `release`).
+        now, or, with `cleanup_until` (a "cleanup" point, loop.py), once the segment
+        ending there has joined the backlog (`late_cleanup`); a blocking read() flushes
+        the backlog first (at `release`).
         """
         sock = self.sock
         owner = backlog.own(sock, blocking=blocking)
@@ -172,8 +176,35 @@ class TcpEndpoint:
         )
         sock.pre_read += self._copy(now)
         if not blocking:
-            sock.pre_read_acked = True
-            self.cleanup_rbuf(now, queued, owner.read_event)
+            owner.recv = True
+            sock.pre_read_acked = True  # by the time anything reads again, it has run
+            if cleanup_until is None:
+                self.cleanup_rbuf(now, queued, owner.read_event)
+            else:
+                owner.cleanup_until, owner.cleanup_copied = cleanup_until, queued
+
+    def late_cleanup(self, now: int) -> None:
+        """The held recv()'s tcp_cleanup_rbuf, run late (a "cleanup" point, loop.py): the
+        segments that came during its copy wait in the backlog, charged to
+        sk_backlog.len, so its ACK offers a window less their truesize (tcp_space; 6.1
+        and 6.18: with timeo 0 tcp_recvmsg_locked ends its loop without flushing the
+        backlog, runs tcp_cleanup_rbuf, and release_sock processes the backlog after)."""
+        sock = self.sock
+        owner = sock.owner
+        if owner is None or owner.cleanup_until is None:
+            return
+        owner.cleanup_until = None
+        waiting = sum(len(wire.payload) for wire in owner.backlog)
+        event = sock.note(
+            now,
+            f"the {sock.side}'s recv() ends its copy of {owner.cleanup_copied} B only now: "
+            f"{waiting} B joined the backlog meanwhile, so tcp_cleanup_rbuf offers a window "
+            f"less what they are charged, {sock.rspace.backlog} B (tcp_space subtracts "
+            "sk_backlog.len; a race: the copy on the other CPU outlasted their arrival)",
+            owner.read_event,
+            "a reader on the other CPU",
+        )
+        self.cleanup_rbuf(now, owner.cleanup_copied, event)
 
     def hold_for_accept(self, now: int, caused_by: int) -> None:
         """accept() holds the new socket (inet_accept: lock_sock, then __inet_accept
@@ -264,6 +295,7 @@ class TcpEndpoint:
         for everything it copied; a MSG_DONTWAIT recv() returned before the backlog ran.
         """
         sock = self.sock
+        self.late_cleanup(now)  # tcp_recvmsg's tcp_cleanup_rbuf comes before its release_sock
         owner = backlog.release(sock, now, lambda wire: receive_segment(sock, now, wire))
         if owner.blocking:
             sock.pre_read += self._copy(now)

@@ -125,7 +125,9 @@ class LockPoint:
     ("take"), or, holding it, let it go before the next segment arrives ("release"), or
     be processing its backlog already when it arrives ("detach"), or, a blocking read(),
     have ended its copy loop already, its tcp_cleanup_rbuf run before the segment came
-    ("stopped") or still to run, with the segment charged to the backlog ("cleanup"); or
+    ("stopped") or still to run, with the segment charged to the backlog ("cleanup"; for
+    a MSG_DONTWAIT recv() still copying: its tcp_cleanup_rbuf runs once this segment,
+    and any before it, joined the backlog); or
     where the segment would join the backlog's last skb, the owner's release had taken
     that list already and is still busy with it ("split", backlog.py); or where a
     connect() or sendto() the SYN-ACK woke had returned, and the client's read() had
@@ -733,7 +735,8 @@ class World:
             assert conn.server_script is not None
             conn.server_script.hold_in_accept(now, wire.event_id)
         else:
-            script.take(now, wire.event_id)
+            rcv_nxt = conn.endpoint(side).sock.rcv_nxt
+            script.take(now, wire.event_id, self._cleanup_until(conn.number, side, rcv_nxt))
         if side == "client" or accept_holds:  # blocking: the application goes on once it returns
             self._reading.add((conn.number, side))
         self._at(now, lambda t: self._release(t, conn, side, wire.event_id), release=True)
@@ -806,6 +809,16 @@ class World:
         )
         script.set_quickack_early(now, wire.event_id)
 
+    def _cleanup_until(self, connection: int, side: Side, rcv_nxt: int) -> int | None:
+        """The first "cleanup" point taken for this reader past `rcv_nxt`, unless a later
+        take comes first (that point is a later hold's): where a recv() taking the
+        socket now runs its tcp_cleanup_rbuf (`_releases`); None: at once."""
+        mine = [(end, kind) for c, s, end, kind in self.lock_early if (c, s) == (connection, side)]
+        ends = sorted(end for end, kind in mine if kind == "cleanup" and end > rcv_nxt)
+        if not ends or any(rcv_nxt < end < ends[0] for end, kind in mine if kind == "take"):
+            return None
+        return ends[0]
+
     def _taken(self, point: LockPoint) -> bool:
         """Name a lock point (every one offered is a named race); is it taken here?"""
         self.lock_points.append(point)
@@ -847,12 +860,18 @@ class World:
         receiver = conn.endpoint(side)
         owner = receiver.sock.owner
         cleanup_after: int | None = None  # the stopped read's note, at a "cleanup" point
+        recv_cleanup = False  # a recv()'s late tcp_cleanup_rbuf runs after this segment
         if owner is not None and owner.blocking:
             stopped = LockPoint(conn.number, side, end, "stopped", wire.event_id)
             if self._taken(stopped):
                 receiver.stop_copying(now)
             elif self._taken(LockPoint(conn.number, side, end, "cleanup", wire.event_id)):
                 cleanup_after = receiver.stop_copying(now, cleanup_first=False)
+        elif owner is not None and owner.recv and not owner.processing:
+            self._taken(LockPoint(conn.number, side, end, "cleanup", wire.event_id))
+            if owner.cleanup_until is not None and end > owner.cleanup_until:
+                receiver.late_cleanup(now)  # it ran before this segment came
+            recv_cleanup = owner.cleanup_until == end
         detach = detached.key in self.lock_early
         split = False
         if not detach and backlog.mergeable(receiver.sock, wire):
@@ -860,6 +879,8 @@ class World:
         backlog.add(receiver.sock, now, wire, merge=not detach, split=split)  # tcp_add_backlog
         if cleanup_after is not None:
             receiver.cleanup_rbuf(now, len(receiver.sock.pre_read), cleanup_after)
+        if recv_cleanup:
+            receiver.late_cleanup(now)
         if detach:
             self._release(now, conn, side, wire.event_id)
         return False

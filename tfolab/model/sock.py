@@ -73,6 +73,11 @@ class Owner:
     processing: bool = False  # __release_sock is running the backlog
     ack_deferred: bool = False  # TCP_ACK_DEFERRED (6.7+)
     read_event: int | None = None  # what the reader's copy was recorded as (a Note)
+    recv: bool = False  # a MSG_DONTWAIT recv() holds it: its tcp_cleanup_rbuf ends its copy
+    # where that tcp_cleanup_rbuf ran late (a "cleanup" point of a recv(), loop.py): after
+    # the segment ending here joined the backlog; with the bytes the recv() copied
+    cleanup_until: int | None = None
+    cleanup_copied: int = 0
 
 
 class TcpSock:
