@@ -2,7 +2,12 @@
  * hold.c - the hold-and-release queue.  The delay is constant, so a FIFO
  * keeps the packets in order and its head is the only deadline there is:
  * a packet read at stamp is due at stamp + D, and its verdict (NF_ACCEPT)
- * goes out once the clock has passed that.
+ * goes out once the clock has passed that.  A packet a drop plan or the
+ * middlebox drops is held the same way and gets NF_DROP at its due time, so
+ * the records keep the order the packets would have arrived in (a lost
+ * packet is stamped when its delay ends, as a capture behind netem would see
+ * it), and the records of one release pass are a nanosecond apart in that
+ * order (the capture merges the dropped packets' file with the released one's).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -110,16 +115,11 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
     int64_t sent = plausible ? q->sent_ns : stamp;
     if (q->sent_ns > 0 && !plausible)
         h->st->implausible_stamps++;
-    if (drop_plan_decide(h->plans, q->packet, q->cap_len)) {
-        /* Dropped at once, never held; recorded (if asked) at the time it was sent. */
-        if (send_drop_verdict(n, q->id) != 0)
-            h->st->verdict_errors++;
-        h->st->dropped++;
-        recorder_add(h->drop_rec, sent, q->packet, q->cap_len, q->wire_len);
-        return;
-    }
     struct held item = { .id = q->id, .due_ns = sent + h->delay_ns };
-    if (h->mb->mode != MB_NONE && q->packet != NULL && q->cap_len > 0 &&
+    if (drop_plan_decide(h->plans, q->packet, q->cap_len)) {
+        h->st->dropped++;
+        item.dropped = true;
+    } else if (h->mb->mode != MB_NONE && q->packet != NULL && q->cap_len > 0 &&
         q->cap_len == q->wire_len) {
         unsigned char *copy = malloc(q->cap_len);
         if (copy == NULL) {
@@ -129,15 +129,11 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
             uint32_t len = q->cap_len;
             enum mb_action act = middlebox_decide(h->mb, copy, &len);
             if (act == MB_DROP) {
-                if (send_drop_verdict(n, q->id) != 0)
-                    h->st->verdict_errors++;
                 h->mb->dropped++;
                 h->st->dropped++;
-                recorder_add(h->drop_rec, sent, q->packet, q->cap_len, q->wire_len);
+                item.dropped = true;
                 free(copy);
-                return;
-            }
-            if (act == MB_MANGLED) { /* held with its new bytes, released with them */
+            } else if (act == MB_MANGLED) { /* held with its new bytes, released with them */
                 item.packet = copy;
                 item.cap_len = item.wire_len = len;
                 item.mangled = true;
@@ -146,7 +142,8 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
             }
         }
     }
-    if (!item.mangled && h->rec->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
+    const struct recorder *keeps = item.dropped ? h->drop_rec : h->rec;
+    if (!item.mangled && keeps->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
         item.packet = malloc(q->cap_len);
         if (item.packet == NULL) {
             h->rec->lost++; /* the packet is still delayed; its record is lost */
@@ -159,6 +156,11 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
     if (fifo_push(h->fifo, &item)) {
         if (h->fifo->count > h->st->max_depth)
             h->st->max_depth = h->fifo->count;
+    } else if (item.dropped) { /* the FIFO is full: dropped at once */
+        if (send_drop_verdict(n, q->id) != 0)
+            h->st->verdict_errors++;
+        recorder_add(h->drop_rec, now_ns(), q->packet, q->cap_len, q->wire_len);
+        free(item.packet);
     } else {
         h->st->overflow_accepts++;
         if (item.mangled) { /* accepted at once, but as the middlebox left it */
@@ -173,10 +175,12 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
 }
 
 /*
- * Accept every held packet whose due time has come.  Several due at once are
- * accepted with one batch verdict (all ids up to the last due one): they are
- * all due, so batching changes no packet's timing.  The verdict goes first;
- * the statistics and the records (stamped with the verdict's time) after.
+ * Accept every held packet whose due time has come (or drop it, where a plan or
+ * the middlebox said so).  Several due at once are accepted with one batch
+ * verdict (all ids up to the last due one): they are all due, so batching
+ * changes no packet's timing; a rewritten or dropped one goes with its own.
+ * The verdicts go first; the statistics and the records after, stamped with
+ * the verdicts' time plus the packet's place in the pass, in nanoseconds.
  */
 int release_due(struct handler *h)
 {
@@ -201,24 +205,28 @@ int release_due(struct handler *h)
     for (uint32_t i = n; batch && i < f->count; i++)
         if ((int32_t)(f->items[(f->head + i) % f->cap].id - last) <= 0)
             batch = false;
-    bool mangled = false; /* a rewritten packet goes with its own verdict and bytes */
-    for (uint32_t i = 0; i < n; i++)
-        mangled = mangled || f->items[(f->head + i) % f->cap].mangled;
+    bool own = false; /* a rewritten or dropped packet goes with its own verdict */
+    for (uint32_t i = 0; i < n; i++) {
+        const struct held *item = &f->items[(f->head + i) % f->cap];
+        own = own || item->mangled || item->dropped;
+    }
     int err = 0;
-    if (!mangled && (batch || n == 1)) {
+    if (!own && (batch || n == 1)) {
         err = send_verdict(h->nl, last, batch);
     } else {
         for (uint32_t i = 0; i < n && err == 0; i++) {
             const struct held *item = &f->items[(f->head + i) % f->cap];
-            err = item->mangled ? send_verdict_payload(h->nl, item->id, item->packet, item->cap_len)
-                                : send_verdict(h->nl, item->id, false);
+            err = item->dropped   ? send_drop_verdict(h->nl, item->id)
+                  : item->mangled ? send_verdict_payload(h->nl, item->id, item->packet, item->cap_len)
+                                  : send_verdict(h->nl, item->id, false);
         }
     }
     for (uint32_t i = 0; i < n; i++) {
         front = fifo_front(f);
         stats_late(h->st, t - front->due_ns);
         if (err == 0)
-            recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
+            recorder_add(front->dropped ? h->drop_rec : h->rec, t + (int64_t)i, front->packet,
+                         front->cap_len, front->wire_len);
         fifo_pop(f);
     }
     if (err != 0) {
@@ -228,18 +236,24 @@ int release_due(struct handler *h)
     return 0;
 }
 
-uint32_t release_mangled_at_exit(struct handler *h)
+uint32_t release_own_verdicts_at_exit(struct handler *h)
 {
     const struct fifo *f = h->fifo;
     uint32_t released = 0;
+    int64_t t = now_ns();
     for (uint32_t i = 0; i < f->count; i++) {
         const struct held *item = &f->items[(f->head + i) % f->cap];
-        if (!item->mangled)
+        if (!item->mangled && !item->dropped)
             continue;
-        if (send_verdict_payload(h->nl, item->id, item->packet, item->cap_len) == 0)
-            released++;
-        else
+        int err = item->dropped ? send_drop_verdict(h->nl, item->id)
+                                : send_verdict_payload(h->nl, item->id, item->packet, item->cap_len);
+        if (err != 0) {
             h->st->verdict_errors++; /* the batch accepts it as it came */
+            continue;
+        }
+        released++;
+        if (item->dropped)
+            recorder_add(h->drop_rec, t + (int64_t)i, item->packet, item->cap_len, item->wire_len);
     }
     return released;
 }
@@ -250,7 +264,7 @@ void release_held_at_exit(struct handler *h, bool released)
     struct fifo *f = h->fifo;
     while (f->count > 0) {
         const struct held *front = fifo_front(f);
-        if (released)
+        if (released && !front->dropped) /* the dropped ones: release_own_verdicts_at_exit */
             recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
         fifo_pop(f);
     }

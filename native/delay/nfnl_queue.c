@@ -139,7 +139,8 @@ int send_params(struct handler *h, uint32_t maxlen, bool fail_open, bool headers
 
 /*
  * Shutdown: first the held packets the middlebox rewrote, each with its own
- * verdict and bytes (hold.c); then one datagram, processed by the kernel in order:
+ * verdict and bytes, and the ones a plan or the middlebox drops (hold.c); then
+ * one datagram, processed by the kernel in order:
  *  1. queue length 0 with fail-open: new packets pass at once instead of
  *     being queued (and then dropped by the unbind's flush);
  *  2. a batch accept of every queued id, read by us or not;
@@ -151,7 +152,7 @@ int release_all_and_unbind(struct handler *h, union nl_buf *rb)
     size_t off = 0;
     struct nl *n = h->nl;
 
-    uint32_t rewritten = release_mangled_at_exit(h);
+    uint32_t rewritten = release_own_verdicts_at_exit(h);
 
     struct nlmsghdr *m1 = msg_begin(buf, sizeof buf, &off, NFQNL_MSG_CONFIG, 0,
                                     ++n->seq, n->queue);

@@ -71,6 +71,7 @@ struct held {
     uint32_t cap_len;      /* bytes in packet */
     uint32_t wire_len;     /* the packet's whole length (more than cap_len if cut) */
     bool mangled;          /* the middlebox rewrote it: released with these bytes */
+    bool dropped;          /* a plan or the middlebox drops it: NF_DROP at its due time */
 };
 
 struct fifo {
@@ -248,7 +249,7 @@ struct handler {
     struct fifo *fifo;
     struct stats *st;
     struct recorder *rec; /* rec->fd < 0: not recording */
-    struct recorder *drop_rec; /* the packets dropped, stamped when sent; fd < 0: none */
+    struct recorder *drop_rec; /* the packets dropped, stamped when their delay ends; fd < 0: none */
     struct drop_book *plans; /* no active plan: nothing is dropped */
     struct middlebox *mb;   /* mb->mode MB_NONE: nothing is judged */
     int64_t delay_ns;
@@ -320,10 +321,11 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp);
 int release_due(struct handler *h);
 
 /* At the stop, before the batch that accepts the rest: each held packet the
- * middlebox rewrote goes with its own verdict and bytes, so a stripped option
- * never passes because we stopped.  Returns how many went; a failure is a
- * verdict error, and that packet is left to the batch. */
-uint32_t release_mangled_at_exit(struct handler *h);
+ * middlebox rewrote goes with its own verdict and bytes, and each one a plan or
+ * the middlebox drops gets NF_DROP (recorded now), so a stripped option or a
+ * dropped packet never passes because we stopped.  Returns how many went; a
+ * failure is a verdict error, and that packet is left to the batch. */
+uint32_t release_own_verdicts_at_exit(struct handler *h);
 
 /* Empty the FIFO at the stop, freeing the packets' bytes; `released`: the
  * shutdown's batch verdict went out, so record them as released now. */

@@ -330,7 +330,8 @@ def scenario_record(args: argparse.Namespace) -> dict:
 
 def scenario_drop(args: argparse.Namespace) -> dict:
     """--control: a plan that drops the client's first packet (its SYN), so connect()
-    waits for the SYN's retransmission; the dropped packet recorded, stamped when sent;
+    waits for the SYN's retransmission; the dropped packet recorded, stamped when its
+    delay ended;
     a bad plan refused with the one before kept in force; the same plan again, which
     leaves the open connection's echo alone and drops the next connection's SYN; then a
     plan of nothing."""

@@ -71,7 +71,7 @@ class Row:
     psh_either: bool = False
     event_id: int | None = None  # the model's Segment this row states
     captured_index: int | None = None  # the captured row this row states
-    lost: bool = False  # the path lost it (the `drop` setting): stamped when it was sent
+    lost: bool = False  # the path lost it (the `drop` setting): stamped when its delay ended
 
     @property
     def key(self) -> tuple[object, ...]:

@@ -46,8 +46,6 @@ def refusal(sock: TcpSock, now: int, first_ack: bool, transmit: loss_rto.Transmi
     peer = sock.peer
     if peer is None:
         return "a lost pure ACK with no peer socket"
-    if (why := loss_probe.capture_order_race(sock)) is not None:
-        return why
     if sock.state is TcpState.TIME_WAIT:
         return _last_ack(sock, peer, transmit)
     if not first_ack:

@@ -34,7 +34,7 @@ class CapturedRow(msgspec.Struct, frozen=True):
     length: int
     options: list[TcpOption]  # typed as the model's (tfolab.model.options), in wire order
     window: int  # the header's window field, as on the wire (unscaled)
-    # the path lost it (the `drop` setting): t_ms is when it was sent, not an arrival
+    # the path lost it (the `drop` setting): t_ms is when its delay ended, not an arrival
     lost: bool = False
 
     def to_json(self) -> dict[str, object]:

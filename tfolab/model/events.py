@@ -81,7 +81,7 @@ class Segment:
     # round trip decides how many segments tcp_tso_autosize allows)
     psh_race: bool = False
     # the path lost it (the `drop` setting, path.py): it never arrives; arrived_ms is
-    # its send time, as the delayer stamps a packet it drops
+    # when its delay would have ended, as the delayer stamps a packet it drops
     lost: bool = False
 
     @property

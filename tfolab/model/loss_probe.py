@@ -29,11 +29,7 @@ and tcp_send_loss_probe, tcp_input.c tcp_process_tlp_ack):
   retransmitted nothing, and the socket sent no other data or FIN before the
   probe. A probe the path loses too waits out the RTO (loss_rto.py). A second
   segment, a probe of new data, a lost pure ACK: refused, each with its
-  reason (ack_loss.py takes the pure ACKs it can). So is a one-way delay
-  below the application's reaction time: there the capture's order of the
-  lost segment and the one sent just before it is a race of microseconds (the
-  lost one stamped as sent, the other as released), which the comparison does
-  not follow yet.
+  reason (ack_loss.py takes the pure ACKs it can).
 """
 
 from __future__ import annotations
@@ -78,8 +74,6 @@ def refusal(
         )
     if payload and "FIN" in flags:
         return "data with a FIN"
-    if (why := capture_order_race(sock)) is not None:
-        return why
     if sock.state not in (FIN_STATES if "FIN" in flags else SENDING_STATES):
         return f"{who} {'FIN' if 'FIN' in flags else 'data'} sent in {sock.state.name}"
     if sock.lost_tail is not None:
@@ -104,17 +98,6 @@ def refusal(
             "(no sample from a retransmitted segment)"
         )
     return None
-
-
-def capture_order_race(sock: TcpSock) -> str | None:
-    """Why a loss at this delay cannot be followed: the capture's order (None: it can)."""
-    if sock.env.link.one_way_delay_ns >= sock.env.app_reaction_ns:
-        return None
-    return (
-        f"D below {sock.env.app_reaction_ns / 1e6:g} ms: a dropped segment is recorded "
-        "at its send time and the segment sent just before it at its release, "
-        "microseconds apart, so the capture may show them in either order"
-    )
 
 
 def lost(sock: TcpSock, now: int, tail: LostTail, transmit: Transmit) -> None:

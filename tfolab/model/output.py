@@ -24,9 +24,10 @@ Rules (net/ipv4/tcp_output.c):
   (Linux 6.1 and 6.18: `496 P | 524 | 380 P` for 1400 bytes at MTU 576).
 - Once the queue is empty after close(), the FIN goes (tcp_send_fin) and the
   state moves on SEND_FIN (state.py).
-- A segment the path loses (path.py) is recorded at its send time and never
-  arrives; the model follows a lost SYN and a lost SYN-ACK (their timers resend
-  them) and a lost lone data segment (its tail-loss probe, loss_probe.py), and
+- A segment the path loses (path.py) never arrives; it is recorded when its
+  delay would have ended, as the delayer drops it then (native/delay/hold.c).
+  The model follows a lost SYN and a lost SYN-ACK (their timers resend them)
+  and a lost lone data segment (its tail-loss probe, loss_probe.py), and
   refuses any other loss at once, with its reason (_check_loss).
 """
 
@@ -91,7 +92,7 @@ def transmit(
         sock.rcv_wup = sock.rcv_nxt
     window = sock.rspace.header_window(syn="SYN" in flags)
     # the delayer judges its plan first (hold.c): a packet the plan drops never meets the
-    # middlebox, and is recorded as it was sent
+    # middlebox, and is recorded as it was sent, when its delay ends
     lost = env.path.loses(sock.iteration, sock.connection, sock.side)
     verdict = (
         "pass" if lost else env.path.middlebox_verdict(flags, len(payload), cookie is not None)
@@ -115,7 +116,6 @@ def transmit(
         lost = True
     probe = False
     if lost:
-        arrival = now  # it never arrives: recorded at its send time, as the delayer does
         probe = _check_loss(
             sock,
             now,

@@ -121,7 +121,7 @@ class CapturedSegment:
     frame: bytes = field(repr=False)  # the frame as captured, for pcap
     t_realtime_ns: int = 0  # the kernel's own stamp (CLOCK_REALTIME), for pcap
     wire_len: int = 0  # the frame's full length (len(frame) unless cut by a snap length)
-    lost: bool = False  # dropped on the way (a drop plan): t_ns is when it was sent
+    lost: bool = False  # dropped on the way (a drop plan): t_ns is when its delay ended
 
     @property
     def tuple4(self) -> tuple[str, int, str, int]:

@@ -95,7 +95,7 @@ class DelayerCapture:
         lost = self._flush()
         step = realtime_offset_ns() - self._offset_ns
         segments, skipped, frames = self._take(self._fd)
-        if self._drop_fd is not None:  # dropped by a plan: stamped when they were sent
+        if self._drop_fd is not None:  # dropped: stamped when their delay ended (hold.c)
             dropped, skipped_too, _ = self._take(self._drop_fd)
             segments += [dataclasses.replace(seg, lost=True) for seg in dropped]
             skipped += skipped_too

@@ -171,8 +171,8 @@ def _segment(seg_id: int, step: CapturedStep, arrived_ms: float, delay_ms: float
         else ""
     )
     tfo = fastopen_of(row.options)
-    # a lost row's time is its send time: it never arrived (the `drop` setting)
-    sent_ms = arrived_ms if row.lost else arrived_ms - delay_ms
+    # a lost row's time is when its delay ended: it never arrived (the `drop` setting)
+    sent_ms = arrived_ms - delay_ms
     return KernelSegment(
         id=seg_id,
         iteration=step.iteration,
