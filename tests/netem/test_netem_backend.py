@@ -47,10 +47,11 @@ DELAY_MS = 10.0
 
 SCENARIOS = [
     (lab, s.name)
-    for lab in ("handshake", "fastopen", "delack")
+    for lab in ("handshake", "fastopen", "delack", "loss")
     for s in find_lab(lab).scenarios
-    # the path loses nothing on netem yet: drops and middleboxes need the NFQUEUE delayer
-    if not s.config.drop and s.config.middlebox == "none"
+    # tests/physics.py counts SYN timeouts as 6.5+ does (1 s, then 1 s again); the VM's
+    # 6.1 doubles the second (3 s for two): tests/model/test_lost_syn.py pins that one
+    if (lab, s.name) != ("loss", "two-syns-lost")
 ] + [
     # a big answer with Fast Open is refused before 6.6 (domain.py), and CI's VM runs 6.1
     ("transfer", s.name)
@@ -71,7 +72,7 @@ def warmed_up(netem_machine: LabMachine) -> None:
     """One iteration of each lab first: the emulator translates each code path on first use."""
     for lab in ("handshake", "delack"):
         run_tfolab("run", lab, "--backend", "netem", "--delay", "10", "--iterations", "1")
-    for name in ("cookie", "invalid-cookie"):  # the lab's lossy scenarios refuse netem
+    for name in ("cookie", "invalid-cookie"):
         run_tfolab(
             *("run", "fastopen", "--scenario", name, "--backend", "netem"),
             *("--delay", "10", "--iterations", "1"),
@@ -99,7 +100,7 @@ def test_every_iteration_and_packet_over_netem(warmed_up: None, lab: str, name: 
     # bands, late arrivals) are judged below against the VM's allowance instead.
     timing_only(done)
     result = json.loads(done.stdout)
-    assert result["backend"] == "netem"
+    assert result["backend"] == "netem"  # a lossy one with the delayer behind netem
     if "capture" in result:
         pytest.fail(f"the VM's kernel refused the capture: {result['capture']}")
     (scenario,) = result["scenarios"]

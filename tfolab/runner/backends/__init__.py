@@ -6,10 +6,18 @@ Rules:
 - `likely_backend` answers from cheap looks (no namespace, nothing started),
   so bad choices fail before anything runs; `install_delay`, inside the lab's
   namespace, is the final word.
+- A lossy run (the `drop` and `middlebox` settings) needs the NFQUEUE delayer,
+  which drops and rewrites packets by their order and content: `auto` and
+  `nfqueue` give it the delay too; `netem` puts it at zero delay at the
+  receiving end behind netem's D, where it judges each packet as netem
+  delivers it and records them all (the capture: a packet socket would see a
+  rewritten SYN before its rewrite, and a dropped one unmarked).
 - Doctor, the runner, the lab session and the UI all ask through this package.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from tfolab.core.errors import UserError
 from tfolab.runner.backends.base import (
@@ -24,7 +32,7 @@ from tfolab.runner.backends.base import (
     Trial,
     TrialKind,
 )
-from tfolab.runner.backends.netem import NETEM
+from tfolab.runner.backends.netem import NETEM, remove_qdisc
 from tfolab.runner.backends.nfqueue import NFQUEUE
 from tfolab.runner.backends.none import NONE
 
@@ -57,8 +65,8 @@ def likely_backend(
 
     Raises UserError when the choice clearly cannot work here; the runner's own
     install is still the final word (a namespace may refuse what the config allows).
-    `drops`: a scenario loses packets by the `drop` setting, which only the NFQUEUE
-    delayer does (its drop plans, at any delay including 0).
+    `drops`: a scenario loses or rewrites packets (the `drop` and `middlebox` settings),
+    which only the NFQUEUE delayer does (at any delay including 0, and behind netem).
     """
     if drops:
         return _dropping_backend(choice, delayer)
@@ -81,19 +89,22 @@ def likely_backend(
 
 
 def _dropping_backend(choice: BackendChoice, delayer: str | None) -> Backend:
-    if choice in ("netem", "none"):
+    """The backend a lossy run gets: netem where asked for (the delayer behind it), else
+    the NFQUEUE delayer alone."""
+    if choice == "none":
         raise UserError(
-            f"--backend {choice} cannot lose packets: the drop and middlebox settings need "
+            "--backend none cannot lose packets: the drop and middlebox settings need "
             "the bundled NFQUEUE delayer, which drops (or rewrites) them by their order and "
-            "content (on netem it is not built yet)",
-            "use --backend nfqueue (or auto)",
+            "content",
+            "use --backend nfqueue, netem or auto",
         )
-    why = NFQUEUE.unavailable(delayer)
-    if why:
+    if choice == "netem" and (why := NETEM.unavailable(delayer)):
+        raise UserError(f"--backend netem: {why}", _fix_for("netem", delayer))
+    if why := NFQUEUE.unavailable(delayer):
         raise UserError(
             f"the drop and middlebox settings need the NFQUEUE delayer: {why}", NFQUEUE.fix
         )
-    return NFQUEUE.name
+    return NETEM.name if choice == "netem" else NFQUEUE.name
 
 
 def install_delay(
@@ -108,7 +119,8 @@ def install_delay(
     `record`: the NFQUEUE delayer records what it releases (a run's capture); `drops`: a
     scenario loses packets (the NFQUEUE delayer's drop plans, at any delay)."""
     if drops:
-        _dropping_backend(choice, delayer)
+        if _dropping_backend(choice, delayer) == NETEM.name:
+            return _netem_and_delayer(delay_ms, delayer)
         return NFQUEUE.install(delay_ms, delayer, record=True)
     if choice == "none" or (choice == "auto" and delay_ms == 0):
         return NONE.install(0.0, delayer)
@@ -121,6 +133,30 @@ def install_delay(
         except UserError as err:
             reasons.append(err.reason)
     raise UserError(f"no delay backend: {', and '.join(reasons)}", NO_BACKEND_FIX)
+
+
+def _netem_and_delayer(delay_ms: float, delayer: str | None) -> InstalledDelay:
+    """netem delays every packet by D; the NFQUEUE delayer, at zero delay at the
+    receiving end (INPUT), drops or rewrites what a plan or the middlebox names and
+    records every packet as netem delivered it (the run's capture). A failure leaves
+    neither."""
+    delayed = _install_or_explain(NETEM, delay_ms, delayer, record=False)
+    try:
+        judging = NFQUEUE.install(0.0, delayer, record=True)
+    except BaseException:
+        remove_qdisc()
+        raise
+    return dataclasses.replace(
+        judging,
+        backend=NETEM.name,
+        delay_ms=delay_ms,
+        notes=[
+            *delayed.notes,
+            f"the NFQUEUE delayer at zero delay behind netem ({judging.rule_way}, at the "
+            "receiving end) drops and rewrites packets for the drop and middlebox "
+            "settings, and records every packet as netem delivers it: the capture",
+        ],
+    )
 
 
 def _install_or_explain(

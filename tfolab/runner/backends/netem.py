@@ -52,7 +52,7 @@ class Netem:
             self.install(1.0, delayer)
         except UserError as refused:
             return Trial("unsupported", refused.reason)
-        _remove_qdisc()
+        remove_qdisc()
         return Trial("works", "tc qdisc netem works, and lo can be steered to one CPU")
 
     def install(
@@ -72,7 +72,7 @@ class Netem:
         try:
             receive_order.steer_lo_to_one_cpu(cpu)
         except OSError as refused:
-            _remove_qdisc()
+            remove_qdisc()
             raise UserError(
                 f"netem works, but lo cannot be steered to one CPU here ({refused.strerror}), "
                 "which keeps a socket's packets in order behind netem",
@@ -82,7 +82,7 @@ class Netem:
         return InstalledDelay("netem", delay_ms, notes=[note])
 
 
-def _remove_qdisc() -> None:
+def remove_qdisc() -> None:
     subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True, timeout=10)
 
 
