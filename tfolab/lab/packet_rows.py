@@ -122,13 +122,27 @@ def segment_words(
     return " ".join(parts)
 
 
+def row_numbers(sim: Simulation) -> dict[int, int]:
+    """The simulation's own connection number -> its rows' (the connections a measured
+    iteration used, numbered as the capture's are: an unmeasured warm-up has none)."""
+    return _row_numbering(_measured_segments(sim))
+
+
+def _measured_segments(sim: Simulation) -> list[Segment]:
+    segments = [e for e in sim.events if isinstance(e, Segment)]
+    measured = {s.connection for s in segments if s.iteration >= 1}
+    return sorted((s for s in segments if s.connection in measured), key=lambda s: s.arrived_ms)
+
+
+def _row_numbering(chosen: list[Segment]) -> dict[int, int]:
+    return _numbering([(s.connection, s.sender, s.flags, s.arrived_ms) for s in chosen])
+
+
 def model_rows(sim: Simulation) -> list[Row]:
     """The model's segments of the connections a measured iteration used, in arrival order,
     with each race's other outcomes beside the segments they race."""
-    segments = [e for e in sim.events if isinstance(e, Segment)]
-    measured = {s.connection for s in segments if s.iteration >= 1}
-    chosen = sorted((s for s in segments if s.connection in measured), key=lambda s: s.arrived_ms)
-    number = _numbering([(s.connection, s.sender, s.flags, s.arrived_ms) for s in chosen])
+    chosen = _measured_segments(sim)
+    number = _row_numbering(chosen)
     rows = [
         Row(
             number[s.connection],

@@ -83,7 +83,7 @@ from tfolab.lab.disagreements import (
     Moment,
     WrongWindow,
 )
-from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts
+from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts, row_numbers
 from tfolab.model import Simulation, Timer
 from tfolab.model.captured import CapturedRow
 from tfolab.model.loop import LockPoint, ReaderChoice
@@ -318,7 +318,7 @@ def _wheel_buckets(
     best = chosen
     tried: set[int] = set()
     while any(_cost(best[1])):
-        todo = [c for c in _wheel_order(best[0].wheel_races, best[1]) if c not in tried]
+        todo = [c for c in _wheel_order(best[0], best[1]) if c not in tried]
         if not todo:
             break
         connection = todo[0]
@@ -333,22 +333,26 @@ def _wheel_buckets(
             other_aligned, other_model = against(other)
             if _cost(other_aligned) < _cost(best[1]):
                 best = (other, other_aligned, other_model)
-                if not any(_cost(_of_connection(other_aligned, connection))):
+                if not any(_cost(_of_connection(other, other_aligned, connection))):
                     break  # this connection agrees now: the next one's turn
     return best
 
 
-def _wheel_order(races: tuple[int, ...], aligned: list[Pair]) -> list[int]:
+def _wheel_order(sim: Simulation, aligned: list[Pair]) -> list[int]:
     """The racing connections that disagree, first seen first, then those that agree,
     the latest first: a connection's buckets move what it sends, and through its end
     the start of the next iteration's connection."""
-    disagreeing = [c for c in races if any(_cost(_of_connection(aligned, c)))]
+    races = sim.wheel_races
+    disagreeing = [c for c in races if any(_cost(_of_connection(sim, aligned, c)))]
     agreeing = sorted((c for c in races if c not in disagreeing), reverse=True)
     return disagreeing + agreeing
 
 
-def _of_connection(aligned: list[Pair], connection: int) -> list[Pair]:
-    return [p for p in aligned if (row := p.model or p.kernel) and row.connection == connection]
+def _of_connection(sim: Simulation, aligned: list[Pair], connection: int) -> list[Pair]:
+    """The pairs of the simulation's connection `connection` (its rows are numbered as the
+    capture's: without an unmeasured warm-up connection, so one lower after it)."""
+    number = row_numbers(sim).get(connection)
+    return [p for p in aligned if (row := p.model or p.kernel) and row.connection == number]
 
 
 def _wheel_may_explain(sim: Simulation, aligned: list[Pair], connection: int) -> bool:
@@ -365,7 +369,7 @@ def _wheel_may_explain(sim: Simulation, aligned: list[Pair], connection: int) ->
         return False
     reach_ms = min(deadlines) - WHEEL_LEVEL1_TICKS * 1000 / sim.hz
     first: Pair | None = None
-    for pair in _of_connection(aligned, connection):
+    for pair in _of_connection(sim, aligned, connection):
         if pair.disagreement is None:
             continue
         if not pair.disagreement.timing_only:
