@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import TIMING, LabMachine, run_tfolab
 from tests.labs.lossy_runs import lossy_run as _run
+from tfolab.core.native import optional_executable
+from tfolab.runner.backends import likely_backend
 
 
 @TIMING
@@ -56,12 +58,15 @@ def test_a_drop_the_run_cannot_make_is_refused_before_anything_starts(
     assert line.startswith("tfolab: ") and says in line
 
 
-def test_netem_with_a_drop_is_refused_where_netem_is_missing(lab_machine: LabMachine) -> None:
-    """A lossy run on --backend netem puts the delayer behind netem (runner/backends); on
-    a kernel without netem it is refused with netem's own reason, before anything starts.
-    Where netem works, tests/netem runs every lossy scenario through it."""
+def test_netem_with_a_drop_needs_netem_itself(lab_machine: LabMachine) -> None:
+    """A lossy run on --backend netem puts the delayer behind netem (runner/backends): where
+    netem works that is the backend it gets (tests/netem runs every lossy scenario through
+    it); on a kernel without netem it is refused with netem's own reason, before anything
+    starts."""
     if lab_machine.netem:
-        pytest.skip("netem works here: tests/netem runs the lossy scenarios through it")
+        delayer = optional_executable("tfo-delay")
+        assert likely_backend("netem", 5.0, delayer, drops=True) == "netem"
+        return
     done = run_tfolab(
         *("run", "handshake", "--scenario", "plain", "--set", "drop=client:1"),
         *("--backend", "netem", "--delay", "5"),
