@@ -142,11 +142,11 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
             }
         }
     }
-    const struct recorder *keeps = item.dropped ? h->drop_rec : h->rec;
+    struct recorder *keeps = item.dropped ? h->drop_rec : h->rec;
     if (!item.mangled && keeps->fd >= 0 && q->packet != NULL && q->cap_len > 0) {
         item.packet = malloc(q->cap_len);
         if (item.packet == NULL) {
-            h->rec->lost++; /* the packet is still delayed; its record is lost */
+            keeps->lost++; /* the packet is still held; its record is lost */
         } else {
             memcpy(item.packet, q->packet, q->cap_len);
             item.cap_len = q->cap_len;
@@ -184,6 +184,8 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
  */
 int release_due(struct handler *h)
 {
+    if (h->stopping) /* the shutdown gave every held packet its verdict already */
+        return 0;
     struct fifo *f = h->fifo;
     const struct held *front = fifo_front(f);
     if (front == NULL)

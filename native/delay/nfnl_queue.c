@@ -181,7 +181,8 @@ int release_all_and_unbind(struct handler *h, union nl_buf *rb)
     struct nfqnl_msg_config_cmd c = { .command = NFQNL_CFG_CMD_UNBIND, .pf = htons(AF_INET) };
     msg_attr(buf, sizeof buf, &off, m3, NFQA_CFG_CMD, &c, sizeof c);
 
-    h->st->released_at_exit += h->fifo->count;
+    for (uint32_t i = 0; i < h->fifo->count; i++) /* the dropped ones are not released */
+        h->st->released_at_exit += !h->fifo->items[(h->fifo->head + i) % h->fifo->cap].dropped;
     h->stopping = true; /* anything read from now on is accepted by the batch (hold.c) */
     int err = config_and_wait(h, buf, off, seq, rb);
     release_held_at_exit(h, err == 0);

@@ -215,12 +215,13 @@ class Recorder:
 
     def last_arrival(self, connection: int, receiver: Side, after_id: int, at_ms: float) -> int:
         """The latest segment to `receiver` on `connection`, recorded after `after_id` and
-        arrived by `at_ms`; `after_id` itself when there is none."""
+        arrived by `at_ms` (a lost one never arrives); `after_id` itself when there is none."""
         for event in reversed(self.events[after_id:]):
             if (
                 isinstance(event, Segment)
                 and event.connection == connection
                 and event.receiver == receiver
+                and not event.lost
                 and event.arrived_ms <= at_ms
             ):
                 return event.id

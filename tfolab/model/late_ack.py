@@ -131,6 +131,7 @@ def _time_wait_answer(carrier: Segment, segments: Iterable[Segment]) -> Segment 
         s
         for s in same
         if s.sender == carrier.receiver
+        and not s.lost
         and s.arrived_ms >= carrier.arrived_ms
         and s.flags == ("ACK",)
         and s.length == 0

@@ -876,6 +876,9 @@ class World:
         split = False
         if not detach and backlog.mergeable(receiver.sock, wire):
             split = self._taken(LockPoint(conn.number, side, end, "split", wire.event_id))
+        if (detach or split) and owner is not None and owner.recv:
+            receiver.late_cleanup(now)  # release_sock runs: the recv() had ended before it
+            recv_cleanup = False
         backlog.add(receiver.sock, now, wire, merge=not detach, split=split)  # tcp_add_backlog
         if cleanup_after is not None:
             receiver.cleanup_rbuf(now, len(receiver.sock.pre_read), cleanup_after)

@@ -111,9 +111,10 @@ def send_ack(
     timestamps only. `window`: the saved window where the model states it; `route`:
     the connection it travels on, where that is a later one on the same 4-tuple (a
     replayed SYN's, replay.py: its numbers are stale there), recorded in `iteration`;
-    `lost`: the path loses it (recorded at its send time, never delivered)."""
+    `lost`: the path loses it (never delivered; recorded when its delay would have ended,
+    as the delayer drops it then)."""
     env = sock.env
-    arrival = now if lost else env.link.arrival(now)
+    arrival = env.link.arrival(now)
     event = env.recorder.segment(
         iteration=sock.iteration if iteration is None else iteration,
         connection=sock.connection,

@@ -18,7 +18,13 @@ def who(event: Event) -> str:
 
 def headline(event: Event) -> str:
     if isinstance(event, Segment):
-        arrive = f", arrives {event.arrived_ms:.1f} ms" if event.arrived_ms != event.sent_ms else ""
+        arrive = (
+            f", lost (would arrive {event.arrived_ms:.1f} ms)"
+            if event.lost
+            else f", arrives {event.arrived_ms:.1f} ms"
+            if event.arrived_ms != event.sent_ms
+            else ""
+        )
         return f"{event.label()}{arrive}"
     if isinstance(event, AppCall):
         return f"{event.call}() {event.detail}".strip()

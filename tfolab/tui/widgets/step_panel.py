@@ -68,7 +68,13 @@ def describe_captured(
     place = f"iteration {step.iteration}" if step.iteration else "setup"
     receiver = "server" if row.sender == "client" else "client"
     arrived = content.events[index]
-    at = f" · arrives {arrived.arrived_ms:.1f} ms" if isinstance(arrived, Segment) else ""
+    at = ""
+    if isinstance(arrived, Segment):
+        at = (
+            f" · lost, dropped {arrived.arrived_ms:.1f} ms"
+            if arrived.lost
+            else f" · arrives {arrived.arrived_ms:.1f} ms"
+        )
     text.append(
         f" · captured{at} · {place} · {row.sender} → {receiver}",
         style="dim",
