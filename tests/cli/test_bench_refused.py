@@ -29,7 +29,7 @@ CASES = [
     (["--delays", ""], "is not a list of delays"),
     (["--delays", "1,,2"], "is not a list of delays"),
     (["--delays", "10,10"], "repeats a delay"),
-    (["--delays", "10,600"], "600 ms is outside the model's domain"),
+    (["--delays", "10,600"], "600 ms is beyond the bench's prediction"),
     (["--concurrency", "0"], "--concurrency 0 is out of range"),
     (["--concurrency", "30000"], "more than the lab namespace's 28232 client ports"),
     (["--peer", "apache"], "invalid choice: 'apache'"),

@@ -15,7 +15,8 @@ often one no link has. This space aims where the model's domain ends:
   either side of them), else log-uniform over 1 to 1,000,000 bytes.
 - A hexadecimal field (a bit mask) is an OR of a few single bits in range.
 - One-way delay: 0, fractional values mostly in 0-100 ms, the UI's presets,
-  the handshake limit's edges (497.5 ms) and up to MAX_DELAY_MS; 1 to 5
+  where a round trip meets the 1 s SYN timers (500 ms, either side) and up to
+  MAX_DELAY_MS; 1 to 5
   iterations.
 - The same seed gives the same cases.
 
@@ -46,7 +47,7 @@ from tests.fuzz import differential, space
 from tests.fuzz.differential import Outcome
 from tests.fuzz.space import Case, draw_drops, setting_names
 from tfolab.lab.catalog import Lab, load_labs
-from tfolab.model.domain import MAX_HANDSHAKE_DELAY_MS, mss_in_use
+from tfolab.model.domain import TCP_TIMEOUT_INIT_MS, mss_in_use
 from tfolab.model.pacing import TCP_INIT_CWND
 from tfolab.model.scenario import (
     _HEXADECIMAL,
@@ -63,8 +64,10 @@ MAX_CASE_ITERATIONS = 5
 HINTS: dict[str, tuple[int, ...]] = {"mtu": (128, 576, 1280, 1500, 9000, 65536)}
 # One-way delays a class uses: the UI's presets and the round numbers of the README.
 PRESET_DELAYS = (0.25, 1.0, 10.0, 15.0, 75.0, 300.0)
-# Either side of the handshake's limit (domain.MAX_HANDSHAKE_DELAY_MS).
-EDGE_DELAYS = (MAX_HANDSHAKE_DELAY_MS - 0.5, MAX_HANDSHAKE_DELAY_MS, MAX_HANDSHAKE_DELAY_MS + 0.5)
+# Either side of where a round trip 2D meets the SYN's 1 s timer, and 3D a Fast Open
+# child's SYN-ACK timer at D + 1 s (syn_timer.py, synack_timer.py).
+TIMER_EDGE_MS = TCP_TIMEOUT_INIT_MS / 2
+EDGE_DELAYS = (TIMER_EDGE_MS - 0.5, TIMER_EDGE_MS, TIMER_EDGE_MS + 0.5)
 
 
 def is_size(name: str) -> bool:

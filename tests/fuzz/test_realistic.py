@@ -10,6 +10,7 @@ import pytest
 from tests.fuzz.realistic import (
     HINTS,
     MAX_CASE_ITERATIONS,
+    TIMER_EDGE_MS,
     _toward_default,
     field_ranges,
     lab_default,
@@ -18,7 +19,7 @@ from tests.fuzz.realistic import (
 from tests.fuzz.space import Case, setting_names
 from tfolab.cli import main
 from tfolab.lab.catalog import load_labs
-from tfolab.model.domain import MAX_HANDSHAKE_DELAY_MS, mss_in_use
+from tfolab.model.domain import mss_in_use
 from tfolab.model.scenario import LIMITS, MAX_DELAY_MS, parse_settings
 
 # Enough cases that every edge is reached with margin, whatever setting is added next:
@@ -49,7 +50,7 @@ def test_edges_and_realistic_values_are_reached() -> None:
     assert 0.0 in delays and max(delays) > 900
     assert any(d != int(d) for d in delays)
     assert sum(d <= 100 for d in delays) > len(delays) / 2
-    assert {MAX_HANDSHAKE_DELAY_MS - 0.5, MAX_HANDSHAKE_DELAY_MS + 0.5} <= set(delays)
+    assert {TIMER_EDGE_MS - 0.5, TIMER_EDGE_MS + 0.5} <= set(delays)
     assert {case.iterations for case in DRAWN} == set(range(1, MAX_CASE_ITERATIONS + 1))
     numbers = {name: set() for name in LIMITS}  # type: dict[str, set[int]]
     for case in DRAWN:

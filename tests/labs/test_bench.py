@@ -10,9 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.labs.bench_fixtures import made_result
-from tfolab.lab.bench_plan import CPU_CONCURRENCY, auto_concurrency
+from tfolab.lab.bench_plan import CPU_CONCURRENCY, MAX_BENCH_DELAY_MS, auto_concurrency
 from tfolab.lab.bench_predict import REQUEST_BYTES, CpuTerm, model_path, predicted_gain_pct
-from tfolab.model.domain import MAX_HANDSHAKE_DELAY_MS
 from tfolab.runner.nginx import BODY, nginx_config
 from tfolab.view.bench_report import closing, plots, table
 
@@ -28,7 +27,7 @@ def test_the_request_is_the_clients_get() -> None:
 
 
 @given(
-    delay=st.floats(0.1, MAX_HANDSHAKE_DELAY_MS),
+    delay=st.floats(0.1, MAX_BENCH_DELAY_MS),
     plain_us=st.floats(5, 500),
     ratio=st.floats(1.0, 2.0),
     concurrency=st.sampled_from([1, 4, 16, 64]),

@@ -123,3 +123,22 @@ def test_a_lost_syn_data_is_sent_again_bare(lab_machine: LabMachine) -> None:
     ]
     assert scenario["counters"]["TCPFastOpenActiveFail"] == 1
     assert scenario["counter_diff"] == []
+
+
+@TIMING
+def test_a_fast_open_round_trip_past_the_syn_timer_agrees(lab_machine: LabMachine) -> None:
+    """Fast Open with a cookie at D = 600: the SYN-data's timer sends the SYN again bare,
+    the child's own SYN-ACK timer (tcp_fastopen_synack_timer) and the SYN again
+    (tcp_check_req) each send the SYN-ACK again with the first one's window, and the
+    SYN-ACK that acks the data still counts Fast Open as working."""
+    scenario = _run("--delay", "600", "--iterations", "1", lab="fastopen", scenario="cookie")
+    rows = [r for r in scenario["captured"] if r["connection"] == 1]
+    syns = [
+        (r["length"], r["options"][-1].startswith("TFO")) for r in rows if r["flags"] == ["SYN"]
+    ]
+    assert syns == [(16, True), (0, False)]
+    synacks = [(r["ack"], r["window"]) for r in rows if r["flags"] == ["SYN", "ACK"]]
+    assert len(synacks) == 3 and len(set(synacks)) == 1
+    counters = scenario["counters"]
+    assert counters["TCPFastOpenActive"] == 1 and counters["TCPFastOpenActiveFail"] == 0
+    assert scenario["counter_diff"] == []

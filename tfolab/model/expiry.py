@@ -4,11 +4,12 @@ Rules (Linux 6.1 and 6.18 alike: tcp_timer.c tcp_retransmit_timer,
 tcp_write_timeout; inet_connection_sock.c reqsk_timer_handler):
 - Every expiry of a retransmission timer counts TCPTimeouts: the connected
   socket's (tcp_retransmit_timer), the SYN's (the same timer in SYN_SENT) and
-  a request's SYN-ACK timer (tcp_syn_ack_timeout).
+  a request's SYN-ACK timer (tcp_syn_ack_timeout, a Fast Open child's too).
 - Only tcp_retransmit_timer goes through tcp_write_timeout, which gives the
   socket a new transmit hash (sk_rethink_txhash; net.core.txrehash is on by
   default, and every connected socket has one): TcpTimeoutRehash. A request's
-  SYN-ACK timer does not.
+  SYN-ACK timer does not, nor a Fast Open child's (tcp_retransmit_timer hands
+  it to tcp_fastopen_synack_timer and returns before tcp_write_timeout).
 """
 
 from __future__ import annotations

@@ -214,10 +214,14 @@ def client_learns(
     plan: SynPlan,
     *,
     syn_resent: bool = False,
+    syn_data_acked: bool = False,
 ) -> str | None:
     """tcp_rcv_fastopen_synack -> tcp_fastopen_cache_set(): update the cache from a
     SYN-ACK; returns a note. `syn_resent`: the SYN timed out (tp->total_retrans), so
-    the SYN-ACK answers a SYN sent again without the option (6.1 and 6.18)."""
+    the SYN-ACK may answer a SYN sent again without the option (6.1 and 6.18);
+    `syn_data_acked`: it acknowledges the SYN's data, so tcp_ack emptied the
+    retransmit queue first and syn_drop (cookie->len < 0 && data) is false: the
+    first SYN arrived, only its SYN-ACK came after the timer."""
     if not plan.tfo_attempted:
         return None
     if reply is not None and reply.length > 0:
@@ -225,6 +229,12 @@ def client_learns(
         cache.cookie_hex, cache.key_generation = reply.value_hex, reply.key_generation
         return "client caches the new TFO cookie for 127.0.0.1" if changed else None
     if syn_resent:
+        if syn_data and syn_data_acked:
+            return (
+                "the SYN timed out, yet this SYN-ACK acknowledges its data: the first SYN "
+                "arrived and only the round trip outlasted the timer, so nothing counts as "
+                "a SYN loss (tcp_fastopen_cache_set resets syn_loss) and the cookie stays"
+            )
         # no try_exp: the server saw only the SYN sent again, without the option
         if syn_data:
             return (

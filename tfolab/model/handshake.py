@@ -101,12 +101,17 @@ def receive_synack(sock: TcpSock, now: int, wire: Wire) -> None:
     cause = "SYN-ACK arrived"
     plan = sock.syn_plan
     assert plan is not None and sock.cookie_cache is not None
+    unacked = len(sock.syn_data) > 0 and wire.ack < 1 + len(sock.syn_data)
     learnt = client_learns(
-        sock.cookie_cache, wire.cookie, len(sock.syn_data), plan, syn_resent=syn.retransmitted
+        sock.cookie_cache,
+        wire.cookie,
+        len(sock.syn_data),
+        plan,
+        syn_resent=syn.retransmitted,
+        syn_data_acked=not unacked,
     )
     if learnt:
         sock.note(now, learnt, wire.event_id, cause)
-    unacked = len(sock.syn_data) > 0 and wire.ack < 1 + len(sock.syn_data)
     if unacked:
         sock.count("TCPFastOpenActiveFail")
         cause = "the SYN-ACK acknowledged only the SYN"
@@ -210,6 +215,7 @@ def accept_syn(
     sock.snd_nxt = 1
     sock.ack.lrcvtime = sock.jiffies(now)
     acks = "the SYN and its data" if decision.accept_data and wire.payload else "the SYN"
+    window = sock.rspace.header_window(syn=True)  # rsk_rcv_wnd, unscaled
     event_id = transmit(
         sock,
         now,
@@ -223,8 +229,7 @@ def accept_syn(
         mss_option=sock.advmss,
     )
     sock.flights.append(Flight(0, 1, now, False, event_id, data=False))
-    if not sock.tfo_child:  # a Fast Open child's timer is tcp_fastopen_synack_timer
-        synack_timer.arm(sock, now, event_id)
+    synack_timer.arm(sock, now, event_id, window=window, fastopen=sock.tfo_child)
     return event_id
 
 
@@ -248,9 +253,11 @@ def ack_of_synack(sock: TcpSock, now: int, wire: Wire, *, sampled: bool) -> None
         if not sampled and wire.echoes_ns is not None:
             # tcp_synack_rtt_meas: no sample from snt_synack once a SYN-ACK was resent
             sock.rtt_sample(tsecr_sample_ns(now, wire.echoes_ns))
-        sock.total_retrans = request.num_retrans  # tcp_create_openreq_child
+        # tcp_create_openreq_child; a Fast Open child counted its own (tcp_rtx_synack)
+        sock.total_retrans = request.num_retrans
         undo_marker = request.num_timeout > 0 and wire.echoes_ns != request.first_synack_ns
-        if sock.total_retrans > 1 and undo_marker:
+        # a Fast Open child ran tcp_init_transfer when it was made, before any resend
+        if sock.total_retrans > 1 and undo_marker and not request.fastopen:
             _cwnd_of_one(sock, now, wire.event_id, "SYN-ACKs")
     if not sock.tfo_child:
         sock.rspace.init_buffer_space()

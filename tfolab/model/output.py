@@ -65,12 +65,14 @@ def transmit(
     gso_size: int = 0,
     frags: int = 1,
     psh_race: bool = False,
+    syn_window: int | None = None,
 ) -> int:
     """Put one segment on the link and record it; returns the Segment event's id.
 
     `window_alternatives`: other window fields a race may give it (burst.py);
     `new_skb`: False for the later segments of a GSO packet (one
-    tcp_transmit_skb call for all of them).
+    tcp_transmit_skb call for all of them); `syn_window`: a SYN-ACK sent again
+    carries its request's first window (tcp_make_synack: rsk_rcv_wnd).
     """
     env = sock.env
     loss_probe.sent_meanwhile(sock, flags, payload)
@@ -90,7 +92,7 @@ def transmit(
         if "SYN" not in flags:  # a SYN-ACK's window is the initial one, unscaled
             sock.rspace.advertise(sock.ack.rcv_mss, sock.rcv_nxt - sock.rcv_wup)
         sock.rcv_wup = sock.rcv_nxt
-    window = sock.rspace.header_window(syn="SYN" in flags)
+    window = sock.rspace.header_window(syn="SYN" in flags) if syn_window is None else syn_window
     # the delayer judges its plan first (hold.c): a packet the plan drops never meets the
     # middlebox, and is recorded as it was sent, when its delay ends
     lost = env.path.loses(sock.iteration, sock.connection, sock.side)

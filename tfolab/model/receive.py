@@ -107,7 +107,8 @@ def receive_segment(sock: TcpSock, now: int, wire: Wire) -> None:
 def _syn_after_handshake(sock: TcpSock, now: int, wire: Wire) -> None:
     """A SYN (the client's again) or a SYN-ACK (the server's again) after SYN_SENT.
 
-    In SYN_RECV the client's SYN again goes to the request (tcp_check_req,
+    In SYN_RECV the client's SYN again goes to the request, a Fast Open child's too
+    (tcp_rcv_state_process hands it to tcp_check_req;
     synack_timer.syn_again). Once the handshake is over, tcp_validate_incoming
     answers any SYN with a challenge ACK ("syn_challenge", 6.1 and 6.18:
     TCPSYNChallenge, then TCPChallengeACK), unless tcp_send_challenge_ack's
@@ -117,8 +118,8 @@ def _syn_after_handshake(sock: TcpSock, now: int, wire: Wire) -> None:
     if sock.state is TcpState.SYN_RECV:
         if sock.request is None or "ACK" in wire.flags or wire.seq != 0:
             sock.env.beyond_domain.append(
-                "a SYN reached a Fast Open child before its handshake ended "
-                "(tcp_check_req with fastopen): not modelled yet"
+                f"a {wire.what} reached the {sock.side}'s socket in SYN_RECV that is not "
+                "the client's SYN again (tcp_check_req): not modelled yet"
             )
             return
         synack_timer.syn_again(sock, now, wire)

@@ -11,6 +11,11 @@ Rules (struct request_sock, struct tcp_request_sock; 6.1 and 6.18):
 - generation names the armed timer: mod_timer replaces the previous one, so a
   callback whose generation is not the current one is a timer that no longer
   exists.
+- fastopen: the request of a Fast Open child (tcp_fastopen_create_child), whose
+  timer is the child's own retransmission timer (tcp_fastopen_synack_timer).
+- window is the first SYN-ACK's window field, min(rsk_rcv_wnd, 65535): every
+  SYN-ACK sent again carries it (tcp_make_synack), whatever a Fast Open child
+  advertised since with its answer.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from dataclasses import dataclass
 @dataclass
 class Request:
     first_synack_ns: int
+    window: int
+    fastopen: bool = False
     num_timeout: int = 0
     num_retrans: int = 0
     last_oow_ack_jiffies: int | None = None

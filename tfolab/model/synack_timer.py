@@ -26,6 +26,18 @@ numbers):
 - The request's timer is level-1 or higher: its first expiry, or one armed by
   a SYN's arrival, spreads over its bucket (Timer.spread_ticks); one re-armed as
   the previous fired sits on that bucket's grid.
+- A Fast Open child's SYN-ACK timer is the child's own retransmission timer
+  (tcp_fastopen_create_child arms it with req->timeout, TCP_TIMEOUT_INIT;
+  tcp_retransmit_timer hands it to tcp_fastopen_synack_timer while fastopen_rsk
+  is set, and tcp_rearm_rto leaves it alone meanwhile, so the answer the child
+  sent is not what it resends). Each expiry counts TCPTimeouts, sends the SYN-ACK
+  again (tcp_rtx_synack: TCPSynRetrans, and total_retrans for a passive Fast
+  Open socket) and re-arms for req->timeout << num_timeout, as the request's.
+  The second expiry would first run tcp_enter_loss (icsk_retransmits == 1): not
+  modelled, refused where it happens. A retransmitted SYN reaching the child
+  (tcp_rcv_state_process -> tcp_check_req with fastopen) gets the SYN-ACK at
+  once under the same rate limit, but only req->rsk_timer.expires moves: the
+  child's timer keeps its expiry.
 """
 
 from __future__ import annotations
@@ -42,9 +54,10 @@ TCP_RTO_MAX_MS = 120_000
 TCP_SYNACK_RETRIES = 5  # net.ipv4.tcp_synack_retries's default
 
 
-def arm(sock: TcpSock, now: int, synack_event: int) -> None:
-    """tcp_conn_request: the request's timer, TCP_TIMEOUT_INIT after its SYN-ACK."""
-    sock.request = Request(first_synack_ns=now)
+def arm(sock: TcpSock, now: int, synack_event: int, *, window: int, fastopen: bool) -> None:
+    """tcp_conn_request (or tcp_fastopen_create_child for a Fast Open child): the
+    SYN-ACK's timer, TCP_TIMEOUT_INIT after it leaves; `window` is its window field."""
+    sock.request = Request(first_synack_ns=now, window=window, fastopen=fastopen)
     _arm(sock, now, synack_event, grid=1)
 
 
@@ -99,16 +112,29 @@ def _fire(
                 ),
             )  # fmt: skip
             return
+    handler = (
+        "the Fast Open child's retransmission timer: tcp_retransmit_timer -> "
+        "tcp_fastopen_synack_timer"
+        if request.fastopen
+        else "reqsk_timer_handler"
+    )
     fired = expiry.expired(
         sock,
         now,
         f"SYN-ACK timer fired: no ACK {rto_ms / 1000:g} s after the SYN-ACK "
-        f"(reqsk_timer_handler; TCP_TIMEOUT_INIT{_backoff_words(request.num_timeout)}); "
+        f"({handler}; TCP_TIMEOUT_INIT{_backoff_words(request.num_timeout)}); "
         f"it fires at the end of a {width}-tick bucket of the timer wheel",
         caused_by,
         spread_ticks=spread,
         name="synack",
     )
+    if request.fastopen and request.num_timeout >= 1:
+        sock.env.beyond_domain.append(
+            "a Fast Open child's SYN-ACK timer expired a second time: "
+            "tcp_fastopen_synack_timer then runs tcp_enter_loss on the answer it sent "
+            "(icsk_retransmits == 1), which the model does not follow yet"
+        )
+        return
     if request.num_timeout >= TCP_SYNACK_RETRIES:
         sock.env.beyond_domain.append(
             f"the server's request expired after {TCP_SYNACK_RETRIES} SYN-ACK timeouts "
@@ -130,7 +156,7 @@ def _fire(
 
 def syn_again(sock: TcpSock, now: int, wire: Wire) -> None:
     """tcp_check_req: the client's SYN again, in SYN_RECV: the SYN-ACK at once unless
-    rate-limited, and the request's timer pushed back."""
+    rate-limited, and the request's timer pushed back (a Fast Open child's is not)."""
     request = sock.request
     assert request is not None
     sock.note_wheel_race(now)
@@ -145,17 +171,24 @@ def syn_again(sock: TcpSock, now: int, wire: Wire) -> None:
         )
         return
     request.last_oow_ack_jiffies = sock.jiffies(now)
+    timer_words = (
+        "the child's own retransmission timer keeps its expiry (with fastopen only "
+        "req->rsk_timer.expires moves)"
+        if request.fastopen
+        else f"the request's timer is pushed back to {_timeout_ms(request) / 1000:g} s from now"
+    )
     event_id = _synack_again(
         sock,
         now,
         "the SYN-ACK sent again at once: the client's SYN arrived again while the request "
         'waits for its ACK (tcp_check_req, "pure retransmitted SYN"; 6.1 '
-        "inet_rtx_syn_ack, 6.18 tcp_rtx_synack); a retransmission, not a timeout, and the "
-        f"request's timer is pushed back to {_timeout_ms(request) / 1000:g} s from now",
+        f"inet_rtx_syn_ack, 6.18 tcp_rtx_synack); a retransmission, not a timeout, and "
+        f"{timer_words}",
         cause="the SYN arrived again",
         caused_by=wire.event_id,
     )
-    _arm(sock, now, event_id, grid=1)
+    if not request.fastopen:
+        _arm(sock, now, event_id, grid=1)
 
 
 def _synack_again(sock: TcpSock, now: int, explanation: str, *, cause: str, caused_by: int) -> int:
@@ -173,6 +206,7 @@ def _synack_again(sock: TcpSock, now: int, explanation: str, *, cause: str, caus
         cause=cause,
         caused_by=caused_by,
         mss_option=sock.advmss,
+        syn_window=request.window,
     )
     if sock.flights and sock.flights[0].seq == 0:
         sock.flights[0].retransmitted = True  # Karn: the ACK's sample comes from TSecr
