@@ -142,3 +142,22 @@ def test_a_fast_open_round_trip_past_the_syn_timer_agrees(lab_machine: LabMachin
     counters = scenario["counters"]
     assert counters["TCPFastOpenActive"] == 1 and counters["TCPFastOpenActiveFail"] == 0
     assert scenario["counter_diff"] == []
+
+
+@TIMING
+def test_a_lost_fast_open_child_syn_ack_and_its_dropped_answer(lab_machine: LabMachine) -> None:
+    """drop=server:1@1 at D = 13: the child's answer reaches a client still in SYN_SENT,
+    which drops it; the SYN again and the child's own timer repair the handshake, and the
+    answer goes again when the retransmission timer the ACK of the SYN-ACK re-armed fires
+    (tcp_rcv_synrecv_state_fastopen -> tcp_rearm_rto; retransmit.py)."""
+    scenario = _run(
+        "--set", "drop=server:1@1", "--delay", "13", "--iterations", "1",
+        lab="fastopen", scenario="cookie",
+    )  # fmt: skip
+    server = [r for r in scenario["captured"] if r["connection"] == 1 and r["sender"] == "server"]
+    synacks = [r.get("lost", False) for r in server if r["flags"] == ["SYN", "ACK"]]
+    assert synacks[0] and not any(synacks[1:])
+    answers = [r["t_ms"] for r in server if r["length"] > 0]
+    assert len(answers) == 2 and answers[1] - answers[0] > 1000 + 200
+    assert scenario["counters"]["TCPFastOpenActive"] == 1
+    assert scenario["counter_diff"] == []

@@ -17,7 +17,7 @@ from tfolab.lab.catalog import find_lab
 from tfolab.model import Note, Segment, Simulation, Timer
 from tfolab.model.rcv_space import receive_memory_for
 from tfolab.model.scenario import parse_settings
-from tfolab.model.simulation import QUARTERS_PER_TICK, simulate
+from tfolab.model.simulation import QUARTERS_PER_TICK, ModelInputError, simulate
 
 LINUX_6_18 = (6, 18)
 TIMER_WORDS = "tcp_fastopen_synack_timer"
@@ -129,3 +129,33 @@ def test_every_fast_open_scenario_is_followed_up_to_1000_ms(delay: float) -> Non
         if scenario.config.replay_syn:
             continue  # its own limit: the replayed child's SYN-ACK timer (domain.py)
         simulate(scenario.config, one_way_delay_ms=delay, iterations=2)
+
+
+def test_a_second_expiry_of_the_childs_timer_is_refused() -> None:
+    """tcp_fastopen_synack_timer runs tcp_enter_loss before its second SYN-ACK: with the
+    first SYN-ACK and both of its repairs lost, the child is still in SYN_RECV 2 s after
+    its timer first fired."""
+    with pytest.raises(ModelInputError, match="expired a second time"):
+        _sim(600, settings={"drop": "server:1@1,server:3@1,server:4@1"})
+
+
+def test_a_lost_child_syn_ack_is_repaired_and_its_answer_resent_after_the_handshake() -> None:
+    """drop=server:1@1 at D = 13: the client drops the child's answer in SYN_SENT, its SYN
+    timer sends the SYN again bare, the child answers it (and its own timer once more),
+    and the answer goes again when the retransmission timer re-armed by the ACK of the
+    SYN-ACK fires (tcp_rcv_synrecv_state_fastopen -> tcp_rearm_rto; retransmit.py)."""
+    sim = _sim(13, settings={"drop": "server:1@1"})
+    measured = _measured(sim)
+    synacks = [s for s in measured if s.flags == ("SYN", "ACK")]
+    assert [s.lost for s in synacks] == [True, False, False]
+    answers = [s for s in measured if s.sender == "server" and s.length > 0]
+    assert len(answers) == 2 and "retransmission timer" in answers[1].explanation
+    assert answers[1].sent_ms > synacks[1].sent_ms + 3 * 13  # after the ACK of the SYN-ACK
+    assert sim.counters["TCPFastOpenActive"] >= 1
+
+
+def test_a_lost_child_syn_ack_with_an_answer_of_two_segments_is_refused() -> None:
+    """Both segments dropped in SYN_SENT: after the timeout the second leaves from a
+    congestion window of one (tcp_enter_loss), not followed."""
+    with pytest.raises(ModelInputError, match="second segment of the answer"):
+        _sim(13, settings={"drop": "server:1@1", "response_bytes": "3000", "mtu": "1500"})

@@ -189,13 +189,6 @@ def test_a_retransmission_samples_the_rtt_from_its_tsecr_in_whole_milliseconds()
     assert tsecr_sample_ns(1_000_900_000, 1_000_100_000) == 1_000_000  # at least 1 ms
 
 
-def test_a_lost_fast_open_child_synack_is_refused() -> None:
-    config = find_lab("fastopen").scenario("cookie").config
-    config = config.with_typed(parse_settings({"drop": "server:1"}))
-    with pytest.raises(ModelInputError, match="Fast Open child's SYN-ACK"):
-        simulate(config, one_way_delay_ms=13, iterations=1)
-
-
 def test_below_the_host_s_reaction_a_lost_synack_is_refused() -> None:
     """A lost SYN-ACK at D = 0: the client's SYN timer and the server's SYN-ACK timer
     expire on the same tick, on two CPUs' wheels. Seen: both ran and two SYN-ACKs crossed

@@ -253,12 +253,13 @@ def _check_loss(
     first_ack: bool,
 ) -> bool:
     """The losses the model follows: a client's SYN, Fast Open's too (syn_timer.py), a
-    SYN-ACK that is not a Fast Open child's (synack_timer.py), and a lone data segment
+    SYN-ACK, a Fast Open child's too (synack_timer.py; the child's answer its client
+    then drops in SYN_SENT is resent after the handshake, retransmit.py), a lone data segment
     or FIN (its tail-loss probe: True, loss_probe.py; the RTO where the probe or a
     retransmission is lost too, loss_rto.py), and a pure ACK that a later
     segment repeats or that ends a close (ack_loss.py). Any other lost segment ends the run
     outside the domain, with the reason."""
-    if sock.side == "server" and flags == ("SYN", "ACK") and not sock.tfo_child:
+    if sock.side == "server" and flags == ("SYN", "ACK"):
         if sock.env.link.one_way_delay_ns >= sock.env.app_reaction_ns:
             return False
         raise LossNotFollowed(
@@ -271,13 +272,6 @@ def _check_loss(
         )
     if sock.side == "client" and flags == ("SYN",):
         return False  # with data or a Fast Open option too: sent again bare (syn_timer.py)
-    if "SYN" in flags:
-        reason = (
-            "the path loses a Fast Open child's SYN-ACK: its timer "
-            "(tcp_fastopen_synack_timer) and what the child's answer does meanwhile are "
-            "not modelled yet"
-        )
-        raise LossNotFollowed(reason)
     if flags == ("ACK",) and not payload:
         why = ack_loss.refusal(sock, now, first_ack, transmit)
         if why is None:

@@ -1,11 +1,12 @@
 """The retransmission timer, where the model follows it: an answer its client dropped.
 
 Rules (Linux 6.1 and 6.18):
-- The model's link loses nothing. The one segment it has dropped is a Fast
-  Open child's answer that, without a delay, reached its client before the
-  SYN-ACK did (loop.py's "ahead" point): in SYN_SENT,
+- The segment dropped here is a Fast Open child's answer that reached its
+  client before a SYN-ACK did: without a delay (loop.py's "ahead" point), or
+  after the path lost the child's SYN-ACK. In SYN_SENT,
   tcp_rcv_synsent_state_process drops a segment without SYN ("fifth, if
-  neither of the SYN or RST bits is set then drop the segment").
+  neither of the SYN or RST bits is set then drop the segment"). One such
+  segment is followed; a second leaves the domain.
 - The kernel runs the timer for every unacknowledged flight; the model draws
   it only where it fires, for a flight its peer dropped (Flight.dropped).
 - The child's first RTT sample comes with the ACK of its SYN-ACK
@@ -32,7 +33,18 @@ from tfolab.model.wire import Wire
 
 
 def dropped_by_peer(sock: TcpSock, wire: Wire) -> None:
-    """The peer dropped `wire`, a flight of this socket's: its timer will fire for it."""
+    """The peer dropped `wire`, a flight of this socket's: its timer will fire for it.
+    A second dropped flight leaves the domain: after the timeout the rest would go from
+    a congestion window of one (tcp_enter_loss), which the model does not follow."""
+    if sock.dropped:
+        sock.env.beyond_domain.append(
+            f"the client dropped the {sock.side}'s {wire.what} in SYN_SENT too, a second "
+            "segment of the answer sent before the handshake ended "
+            "(tcp_rcv_synsent_state_process): after the retransmission timer the rest "
+            "leaves from a congestion window of one (tcp_enter_loss), which the model "
+            "does not follow yet; it follows an answer of one segment"
+        )
+        return
     sock.dropped[wire.seq] = wire
     for flight in sock.flights:
         if flight.seq == wire.seq:
@@ -46,7 +58,7 @@ def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
     env = sock.env
     rto = sock.rto_jiffies()  # the first sample's: m + max(2m, 200 ms)
     expires = sock.jiffies(now) + rto
-    fire_ns = sock.timer_fires_at(expires, now)
+    fire_ns, width = sock.wheel_timer(now, expires)  # past 63 ticks, a wider bucket
     armed = sock.timer(
         now,
         fire_ns,
@@ -57,21 +69,28 @@ def rearm_after_synack(sock: TcpSock, now: int, caused_by: int) -> None:
             f"{env.clock.jiffies_to_ms(rto):g} ms (tcp_synack_rtt_meas, "
             f"tcp_rcv_synrecv_state_fastopen -> tcp_rearm_rto): the answer is still "
             f"unacknowledged (fires in "
-            f"{(fire_ns - now) / 1e6:.1f} ms, on a tick)"
+            f"{(fire_ns - now) / 1e6:.1f} ms, at the end of a {width}-tick bucket of the "
+            f"timer wheel)"
         ),
         cause="ACK of the SYN-ACK arrived",
         caused_by=caused_by,
+        spread_ticks=width,
     )
-    env.call_at(fire_ns, lambda t: _fire(sock, t, armed))
+    env.call_at(fire_ns, lambda t: _fire(sock, t, armed, width))
 
 
-def _fire(sock: TcpSock, now: int, armed: int) -> None:
-    """tcp_retransmit_timer: the head of the retransmit queue again, if still unacknowledged."""
+def _fire(sock: TcpSock, now: int, armed: int, width: int) -> None:
+    """tcp_retransmit_timer: the head of the retransmit queue again, if still unacknowledged.
+    Its bucket's real edges are unknown: the expiry spreads over the bucket's `width`."""
     head = sock.flights[0] if sock.flights else None
     if head is None or not head.dropped:
         return
     fired = expired(
-        sock, now, "retransmission timer fired: the answer was never acknowledged", armed
+        sock,
+        now,
+        "retransmission timer fired: the answer was never acknowledged",
+        armed,
+        spread_ticks=width,
     )
     lost = sock.dropped.pop(head.seq)
     event_id = transmit(

@@ -24,6 +24,7 @@ from tfolab.model.events import AppCall, Event, Segment
 from tfolab.model.loop import (
     REPLAY_ORDERS,
     LockPoint,
+    ModelStuck,
     ReaderChoice,
     ReplayOrder,
     World,
@@ -203,6 +204,10 @@ def simulate(
         world.run()
     except LossNotFollowed as lost:  # a segment the path lost, whose timer it has no rule for
         raise ModelInputError(f"outside the model's domain: {lost}") from None
+    except ModelStuck:
+        if not world.env.beyond_domain:
+            raise
+        # a run that left the domain may stop short of its end: the refusal is the answer
     outside = left_domain(world)
     if outside is not None:
         raise ModelInputError(f"outside the model's domain: {outside}")
