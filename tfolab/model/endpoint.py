@@ -94,9 +94,13 @@ class TcpEndpoint:
         wire: Wire,
         decision: SynDecision,
         fastopen_queue: FastOpenServer | None = None,
+        *,
+        lab_ends_first: bool = False,
     ) -> int:
         """The listener got `wire` (a SYN); this socket becomes its child and answers."""
-        return handshake.accept_syn(self.sock, now, wire, decision, fastopen_queue)
+        return handshake.accept_syn(
+            self.sock, now, wire, decision, fastopen_queue, lab_ends_first=lab_ends_first
+        )
 
     # ------------------------------------------------------------ application calls
     def app_write(

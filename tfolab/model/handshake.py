@@ -189,8 +189,14 @@ def accept_syn(
     wire: Wire,
     decision: SynDecision,
     fastopen_queue: FastOpenServer | None = None,
+    *,
+    lab_ends_first: bool = False,
 ) -> int:
     """tcp_conn_request: the listener's child answers the SYN with a SYN-ACK.
+
+    `lab_ends_first`: a replayed SYN's connection, whose ACK never comes; the run stops
+    capturing before a Fast Open child's SYN-ACK timer can fire (domain.py's replay
+    limit; replay.py notes what follows), so the model arms none for it.
 
     `decision` is the listener's Fast Open verdict (fastopen.server_decide);
     `fastopen_queue` is the listener's queue a Fast Open child counts against.
@@ -229,7 +235,8 @@ def accept_syn(
         mss_option=sock.advmss,
     )
     sock.flights.append(Flight(0, 1, now, False, event_id, data=False))
-    synack_timer.arm(sock, now, event_id, window=window, fastopen=sock.tfo_child)
+    if not (lab_ends_first and sock.tfo_child):
+        synack_timer.arm(sock, now, event_id, window=window, fastopen=sock.tfo_child)
     return event_id
 
 

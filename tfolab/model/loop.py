@@ -942,7 +942,9 @@ class World:
         server.sock.peer, conn.client.sock.peer = conn.client.sock, server.sock
         script = ServerScript(server, cfg, self.app if conn.counting else None)
         conn.server_script = script
-        server.accept_syn(now, wire, decision, self.fastopen)
+        server.accept_syn(
+            now, wire, decision, self.fastopen, lab_ends_first=conn.replay is not None
+        )
         if conn.replay is None:
             # accept() returns once the kernel is done at this instant (a Fast Open child
             # with its data queued): the server application's own turn
