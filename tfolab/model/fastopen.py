@@ -238,13 +238,15 @@ def client_learns(
         # no try_exp: the server saw only the SYN sent again, without the option
         if syn_data:
             return (
-                "the SYN-data was lost: the cache counts it (syn_loss) and keeps the cookie, "
-                "so the next connection sends SYN-data again (tcp_fastopen_cookie_check no "
-                "longer reads syn_loss)"
+                "after a SYN timeout this SYN-ACK acknowledges none of the SYN's data: "
+                "tcp_rcv_fastopen_synack takes the SYN-data for lost (syn_drop), the cache "
+                "counts it (syn_loss) and keeps the cookie, so the next connection sends "
+                "SYN-data again (tcp_fastopen_cookie_check no longer reads syn_loss)"
             )
         return (
-            "the SYN sent again carried no Fast Open option, so the SYN-ACK's missing "
-            "cookie says nothing: nothing cached, the option kind kept"
+            "after a SYN timeout tcp_rcv_fastopen_synack cannot tell which SYN this "
+            "SYN-ACK answers (the one sent again carried no Fast Open option), so its "
+            "missing cookie says nothing: nothing cached, the option kind kept"
         )
     if plan.cookie is not None and plan.cookie.length == 0 and syn_data == 0:
         try_exp = 2 if plan.cookie.option_kind == 254 else 1

@@ -92,7 +92,8 @@ def _fire(
     spread: int,
     deferred: bool = False,
 ) -> None:
-    """reqsk_timer_handler: TCPTimeouts, the SYN-ACK again, the timer re-armed (doubled)."""
+    """reqsk_timer_handler (a Fast Open child's: tcp_fastopen_synack_timer): TCPTimeouts,
+    the SYN-ACK again, the timer re-armed (doubled)."""
     request = sock.request
     if sock.state is not TcpState.SYN_RECV or request is None:
         return
