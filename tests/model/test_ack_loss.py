@@ -62,3 +62,20 @@ def test_an_ack_nothing_repeats_before_the_peer_s_timer_is_refused() -> None:
     acknowledges write 1 again before the client's probe (which would carry write 2)."""
     with pytest.raises(ModelInputError, match="earliest its tail-loss probe"):
         _sim("delack", "nagle", "server:2@1", fresh_connection_each_iteration="true")
+
+
+def test_past_500_ms_the_lost_ack_of_the_syn_ack_needs_no_check() -> None:
+    """At D = 600 the SYN goes again, so request-lost's client:3 is the handshake's ACK.
+    The server's SYN-ACK timer fires before that ACK would have arrived in either world,
+    and the model runs that timer (synack_timer.py): the request, right behind the lost
+    ACK, completes the handshake as it would have."""
+    config = find_lab("loss").scenario("request-lost").config
+    sim = simulate(config, one_way_delay_ms=600, iterations=1, hz=250)
+    lost = _lost(sim)
+    assert (lost.sender, lost.flags, lost.ack) == ("client", ("ACK",), 1)
+    [request] = [
+        e for e in sim.events if isinstance(e, Segment) and e.length and e.sender == "client"
+    ]
+    assert request.ack == 1 and request.sent_ms - lost.sent_ms < 1
+    [synack_timer] = [t for t in _fired(sim) if t.side == "server"]
+    assert synack_timer.time_ms < lost.sent_ms + 600  # before the lost ACK's arrival

@@ -23,6 +23,12 @@ Rules (Linux 6.1 and 6.18 alike):
 - An ACK that acknowledged nothing new (a window update, a duplicate, a
   challenge ACK) is followed only where its peer has nothing in flight and
   nothing waiting to be sent: nothing there can depend on it.
+- The ACK of a SYN-ACK needs no such check: its peer in SYN_RECV has one timer,
+  the SYN-ACK's (reqsk_timer_handler, or a Fast Open child's
+  tcp_fastopen_synack_timer; tcp_schedule_loss_probe and tcp_rearm_rto do
+  nothing there), and synack_timer.py runs it in the model, so whatever it
+  does before a later segment acknowledges the SYN-ACK is drawn: past
+  D = 500 ms it fires before the lost ACK would have arrived anyway.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ def refusal(sock: TcpSock, now: int, first_ack: bool, transmit: loss_rto.Transmi
         return f"a lost pure ACK of part of one of the {peer.side}'s segments"
     if peer.lost_tail is not None or peer.total_retrans:
         return f"a lost pure ACK while the {peer.side} retransmits"
+    if peer.state is TcpState.SYN_RECV and peer.request is not None:
+        return None  # the request's SYN-ACK timer is its only one, and the model runs it
     due = _earliest_timer_ns(peer, covered[0].sent_ns)
     sock.env.call_at(max(due, now), lambda t: _check(peer, ack, t))
     return None
