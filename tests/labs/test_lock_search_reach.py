@@ -16,11 +16,13 @@ import pytest
 
 from tests.captured_from_model import as_captured
 from tests.labs import vm_captures
+from tests.labs.search_spies import lock_searches
 from tfolab.lab import packet_rows, packets
 from tfolab.lab.catalog import find_lab
 from tfolab.lab.plan import plan
 from tfolab.lab.prediction import predict
 from tfolab.model import Simulation
+from tfolab.model.loop import ReaderChoice
 
 # fuzzer seed 5403's case, the one CI's VM timed out on
 SETTINGS = {
@@ -42,17 +44,10 @@ def _long(delay_ms: float = 18.69, iterations: int = 4) -> Simulation:
 
 def _compared(
     sim: Simulation, late_ms: float, monkeypatch: pytest.MonkeyPatch, kernel: Simulation
-) -> tuple[packets.PacketComparison, list[frozenset[object]]]:
+) -> tuple[packets.PacketComparison, list[frozenset[ReaderChoice]]]:
     """`kernel`'s segments, each `late_ms` late, compared with `sim`; and the lock points
     of every simulation the search ran."""
-    tried: list[frozenset[object]] = []
-    real = packets.with_lock_early
-
-    def counting(base: Simulation, lock_early):  # type: ignore[no-untyped-def]
-        tried.append(lock_early)
-        return real(base, lock_early)
-
-    monkeypatch.setattr(packets, "with_lock_early", counting)
+    tried = lock_searches(monkeypatch)
     starts = packet_rows.model_starts(kernel)
     rows = [r for r in packet_rows.model_rows(kernel) if not r.optional]
     captured = [

@@ -19,10 +19,10 @@ from __future__ import annotations
 import pytest
 
 from tests.labs import host_captures
+from tests.labs.search_spies import wheel_searches
 from tfolab.lab import packets
 from tfolab.lab.disagreements import Arrival
 from tfolab.lab.prediction import accuracy_for
-from tfolab.model import Simulation
 
 BUDGET = "transfer-long-d520.87-4it-6.18-wheel-budget"
 WARM = "transfer-long-d679.5-3it-6.18-warm-wheel"
@@ -56,15 +56,7 @@ def test_a_warm_up_connection_does_not_shift_the_search() -> None:
 def test_the_disagreeing_connection_is_found_by_the_model_s_own_number(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    tried: list[int] = []
-    real = packets.other_buckets
-
-    def counting(sim: Simulation, connection: int):  # type: ignore[no-untyped-def]
-        for other in real(sim, connection):
-            tried.append(connection)
-            yield other
-
-    monkeypatch.setattr(packets, "other_buckets", counting)
+    tried = wheel_searches(monkeypatch)
     delay, rows = host_captures.load(WARM)
     sim = host_captures.model(
         "transfer", "long", {"cookie_cache": "warm"}, 3, delay, accuracy_for("nfqueue")

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from tests.captured_from_model import as_captured
+from tests.labs.search_spies import wheel_searches
 from tfolab.lab import packet_rows, packets
 from tfolab.lab.catalog import find_lab
 from tfolab.lab.plan import plan
@@ -39,15 +40,7 @@ def _tried(
     """The connection of each other position the comparison simulates, against a
     capture whose segments arriving from `late_from_ms` on (the model's clock; of
     `late_connection` only, if given) are 3 ms late."""
-    calls = []
-    real = packets.other_buckets
-
-    def counting(sim: Simulation, connection: int):  # type: ignore[no-untyped-def]
-        for other in real(sim, connection):
-            calls.append(connection)
-            yield other
-
-    monkeypatch.setattr(packets, "other_buckets", counting)
+    calls = wheel_searches(monkeypatch)
     starts = packet_rows.model_starts(sim)
     rows = [r for r in packet_rows.model_rows(sim) if not r.optional]
     captured = as_captured(rows, origin_ms=starts[0])
