@@ -2,7 +2,7 @@
 
 FRAMED_RUNNER_MODE picks what it writes. big: a Captured event carrying a 5 MB
 frame, then Done. torn: half of a frame, then exit 1 with a line on stderr.
-garbage: a well-framed body that is no Event.
+garbage: a well-framed body that is no Event. silent: nothing for a minute.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
+import time
 
 from tfolab.runner.protocol import Captured, Done, frame
 
@@ -29,6 +30,8 @@ def main() -> int:
         out.flush()
         print("torn on purpose", file=sys.stderr)
         return 1
+    elif mode == "silent":
+        time.sleep(60)
     else:
         out.write(struct.pack(">I", 9) + b'{"x": 1}\n')
     out.flush()

@@ -60,6 +60,27 @@ def test_a_frame_that_is_no_event_is_a_failure(monkeypatch: pytest.MonkeyPatch) 
     assert "said something unexpected" in events[0].reason
 
 
+def test_a_runner_past_its_deadline_is_a_failure_and_is_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The deadline ends in a Failed that says so, never a TimeoutError (CI's emulated VM
+    once spent 596 s comparing one 818 ms transfer: an internal error), and the silent
+    runner is killed at once."""
+    monkeypatch.setenv("FRAMED_RUNNER_MODE", "silent")
+
+    async def collect() -> tuple[list[Event], float]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        stream = stream_events(JOB, module="tests.runner.framed_runner", timeout_s=1.0)
+        events = [e async for e in stream]
+        return events, loop.time() - started
+
+    events, took = asyncio.run(collect())
+    assert len(events) == 1 and isinstance(events[0], Failed)
+    assert "no result within 1 s" in events[0].reason
+    assert took < 10  # killed, not waited for (it sleeps a minute)
+
+
 def test_frames_round_trip_past_the_old_line_limit() -> None:
     row = CapturedRow(1.0, 1, "client", ["ACK"], 1, 1, 70_000, [Timestamps()], 512)
     event = Captured("plain", [row] * 2000, [(7, b"\n" * 70_000)])

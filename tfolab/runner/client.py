@@ -67,38 +67,48 @@ async def stream_events(
         process.stdin.close()
         broken = ""
         held_until: float | None = None  # loop time by which a held slot must be given back
-        async with asyncio.timeout(timeout_s):
-            while not finished:
-                try:
-                    async with asyncio.timeout_at(held_until):
-                        body = await read_frame(process.stdout)
-                except FrameError as err:
-                    broken = f" ({err})"
-                    break
-                except TimeoutError:
-                    if held_until is None or asyncio.get_running_loop().time() < held_until:
-                        raise
-                    with contextlib.suppress(ProcessLookupError):
-                        process.kill()  # its slot is free at once (core.slots)
-                    yield Failed(
-                        f"stopped: it held a measurement slot for {hold_cap_s:g} s, the most "
-                        "one served run or bench may",
-                        "ask for fewer iterations, requests or delays, or smaller delays",
-                    )
-                    finished = True
-                    break
-                if body is None:
-                    break
-                try:
-                    event = decode_event(body)
-                except (msgspec.ValidationError, msgspec.DecodeError) as err:
-                    yield Failed(f"the runner said something unexpected: {err}", _REPORT_FIX)
-                    finished = True
-                    break
-                if isinstance(event, SlotTaken) and hold_cap_s is not None:
-                    held_until = asyncio.get_running_loop().time() + hold_cap_s
-                yield event
-                finished = isinstance(event, Done | Failed)
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not finished:
+                    try:
+                        async with asyncio.timeout_at(held_until):
+                            body = await read_frame(process.stdout)
+                    except FrameError as err:
+                        broken = f" ({err})"
+                        break
+                    except TimeoutError:
+                        if held_until is None or asyncio.get_running_loop().time() < held_until:
+                            raise
+                        with contextlib.suppress(ProcessLookupError):
+                            process.kill()  # its slot is free at once (core.slots)
+                        yield Failed(
+                            f"stopped: it held a measurement slot for {hold_cap_s:g} s, the most "
+                            "one served run or bench may",
+                            "ask for fewer iterations, requests or delays, or smaller delays",
+                        )
+                        finished = True
+                        break
+                    if body is None:
+                        break
+                    try:
+                        event = decode_event(body)
+                    except (msgspec.ValidationError, msgspec.DecodeError) as err:
+                        yield Failed(f"the runner said something unexpected: {err}", _REPORT_FIX)
+                        finished = True
+                        break
+                    if isinstance(event, SlotTaken) and hold_cap_s is not None:
+                        held_until = asyncio.get_running_loop().time() + hold_cap_s
+                    yield event
+                    finished = isinstance(event, Done | Failed)
+        except TimeoutError:
+            # the deadline counts the caller's own time between events (its comparison)
+            yield Failed(
+                f"no result within {timeout_s:g} s (the comparison included): the runner "
+                "was stopped",
+                "ask for fewer iterations or a smaller delay; run `tfolab doctor` if this "
+                "machine is much slower than usual",
+            )
+            return
         if not finished:
             stderr = (
                 (await process.stderr.read()).decode(errors="replace") if process.stderr else ""
