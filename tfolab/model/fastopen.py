@@ -231,22 +231,24 @@ def client_learns(
     if syn_resent:
         if syn_data and syn_data_acked:
             return (
-                "the SYN timed out, yet this SYN-ACK acknowledges its data: the first SYN "
-                "arrived and only the round trip outlasted the timer, so nothing counts as "
-                "a SYN loss (tcp_fastopen_cache_set resets syn_loss) and the cookie stays"
+                "no SYN loss: the SYN timed out, yet this SYN-ACK acknowledges its data; the "
+                "first SYN arrived and only the round trip outlasted the timer, so nothing "
+                "counts as a SYN loss (tcp_fastopen_cache_set resets syn_loss) and the "
+                "cookie stays"
             )
         # no try_exp: the server saw only the SYN sent again, without the option
         if syn_data:
             return (
-                "after a SYN timeout this SYN-ACK acknowledges none of the SYN's data: "
-                "tcp_rcv_fastopen_synack takes the SYN-data for lost (syn_drop), the cache "
-                "counts it (syn_loss) and keeps the cookie, so the next connection sends "
-                "SYN-data again (tcp_fastopen_cookie_check no longer reads syn_loss)"
+                "SYN-data taken for lost: after a SYN timeout this SYN-ACK acknowledges none "
+                "of the SYN's data, so tcp_rcv_fastopen_synack takes the SYN-data for lost "
+                "(syn_drop); the cache counts it (syn_loss) and keeps the cookie, so the next "
+                "connection sends SYN-data again (tcp_fastopen_cookie_check no longer reads "
+                "syn_loss)"
             )
         return (
-            "after a SYN timeout tcp_rcv_fastopen_synack cannot tell which SYN this "
-            "SYN-ACK answers (the one sent again carried no Fast Open option), so its "
-            "missing cookie says nothing: nothing cached, the option kind kept"
+            "nothing cached: after a SYN timeout tcp_rcv_fastopen_synack cannot tell which "
+            "SYN this SYN-ACK answers (the one sent again carried no Fast Open option), so "
+            "its missing cookie says nothing; the option kind is kept"
         )
     if plan.cookie is not None and plan.cookie.length == 0 and syn_data == 0:
         try_exp = 2 if plan.cookie.option_kind == 254 else 1
