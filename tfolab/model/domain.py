@@ -35,7 +35,9 @@ Rules (each the reason the kernel would leave the model's world):
 - Any delay up to MAX_DELAY_MS: the SYN's and the SYN-ACK's retransmission
   timers (TCP_TIMEOUT_INIT, 1 s: tcp_connect, inet_csk_reqsk_queue_hash_add,
   and a Fast Open child's tcp_fastopen_synack_timer) are modelled, so a round
-  trip 2D past them is followed (syn_timer.py, synack_timer.py).
+  trip 2D past them is followed (syn_timer.py, synack_timer.py); but a Fast
+  Open answer longer than the first flight only up to 497.5 ms, where those
+  timers stay out of its ACK clock (a disagreement at 703 ms, not yet read).
 - A replayed SYN's child is never answered: its peer is the client's
   TIME_WAIT socket, whose ACKs do not acknowledge the child's SYN-ACK (the
   server's host resets them), so the child's SYN-ACK retransmission timer
@@ -82,6 +84,9 @@ TCP_TIMEOUT_INIT_MS = 1000.0
 # The host's own time in a handshake (softirq, scheduling, the delayer's
 # lateness): the round trip must end this far before the 1 s timer.
 HANDSHAKE_MARGIN_MS = 5.0
+# Past this a Fast Open round trip meets the 1 s timers (syn_timer.py, synack_timer.py):
+# measured for answers within the child's first flight only (_timer_refusal).
+FAST_OPEN_TIMER_DELAY_MS = (TCP_TIMEOUT_INIT_MS - HANDSHAKE_MARGIN_MS) / 2
 # replay_syn: the replayed child's SYN-ACK is sent again 1 s after the first, and
 # arrives 2D + 1 s after the replay; the capture ends 4D + CAPTURE_TAIL_MS after it.
 MAX_REPLAY_DELAY_MS = (TCP_TIMEOUT_INIT_MS - CAPTURE_TAIL_MS - HANDSHAKE_MARGIN_MS) / 2
@@ -281,6 +286,23 @@ def _whole_answer_refusal(
 
 def _timer_refusal(config: ScenarioConfig, delay_ms: float) -> str | None:
     """Why the delay puts a retransmission timer in the capture, or None."""
+    answer = config.response_bytes
+    if (
+        delay_ms > FAST_OPEN_TIMER_DELAY_MS
+        and config.client_fastopen != "off"
+        and answer
+        and _takes_slow_start(config, answer)
+    ):
+        return (
+            f"a Fast Open answer of {answer} bytes, more than the first flight of "
+            f"{TCP_INIT_CWND} segments at MTU {config.mtu}, at a delay of {delay_ms:g} ms: "
+            f"past {FAST_OPEN_TIMER_DELAY_MS:g} ms the child's SYN-ACK timer and the "
+            f"client's SYN sent again meet that answer's ACK clock, which the model has "
+            f"been measured against only for answers within the first flight (CI's "
+            f"windows fuzz, seed 2026: the client's ACKs of the first flight disagreed at "
+            f"703 ms); use a smaller response_bytes, a delay up to "
+            f"{FAST_OPEN_TIMER_DELAY_MS:g} ms, or client_fastopen=off"
+        )
     if config.replay_syn and delay_ms > MAX_REPLAY_DELAY_MS:
         return (
             f"replay_syn at a delay of {delay_ms:g} ms: the replayed SYN's child is never "
