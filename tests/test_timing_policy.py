@@ -72,6 +72,16 @@ def test_every_exit_1_sentence_is_read_before_the_times() -> None:
     assert not isinstance(caught.value, TimingMiss)
 
 
+def test_the_sentence_not_about_time_is_named_even_among_a_thousand_late_ones() -> None:
+    late = "tfolab: transfer/long: connection 3, server: ACK seq 1 ack 17 len 1448 <TS> arrived "
+    wrong = "tfolab: transfer/long: connection 2, client: window 461, the model 466"
+    stderr = "\n".join(
+        [wrong] + [f"{late}{i}.00 ms; the model said 1.00 ms ± 0.10" for i in range(1000)]
+    )
+    with pytest.raises(AssertionError, match="1 sentence\\(s\\) not about time:\n" + wrong):
+        timing_only(_done(1, stderr))
+
+
 def test_in_band_is_inclusive() -> None:
     assert_in_band(40.0, 40.0, 44.0, "x")
     assert_in_band(44.0, 40.0, 44.0, "x")

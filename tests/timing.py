@@ -53,7 +53,14 @@ def timing_only(done: subprocess.CompletedProcess[str]) -> list[str]:
     said = [line for line in done.stderr.splitlines() if line.startswith("tfolab: ")]
     if done.returncode == 1 and said and all(is_timing_sentence(line) for line in said):
         return said
-    raise AssertionError(f"exit {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    # The sentences that decided it first: a long run's stderr may hold a thousand late
+    # arrivals around the one that is not timing.
+    other = [line for line in said if not is_timing_sentence(line)]
+    raise AssertionError(
+        f"exit {done.returncode}, {len(other)} sentence(s) not about time:\n"
+        + "\n".join(other[:20])
+        + f"\n--- stdout (tail):\n{done.stdout[-2000:]}\n--- stderr (tail):\n{done.stderr[-2000:]}"
+    )
 
 
 def check_exit(done: subprocess.CompletedProcess[str]) -> None:
