@@ -46,6 +46,10 @@ Rules:
   lies within the host's round-trip excess of one more segment per skb
   (Segment.psh_race, model/output.py): such a segment matches the kernel's
   with PSH or without, and each one the kernel took the other way is counted.
+  Where that leaves a disagreement (a one-segment packet is a clone the
+  receiver cannot grow: its windows follow where packets end), the senders'
+  slower pacings are tried, then the packets ending where the capture shows
+  (simulation.captured_packet_ends), each end moved a race used.
 - Whether a write's page is free is a race on 5.19+ (model/page_frag.py: a read
   skb freed on the CPU that allocated it). Each write whose segments the other
   outcome would cut into other fragments is a named race; where the capture
@@ -90,6 +94,7 @@ from tfolab.model.loop import LockPoint, ReaderChoice
 from tfolab.model.simulation import (
     WHEEL_LEVEL1_TICKS,
     ModelInputError,
+    captured_packet_ends,
     held_pages,
     other_app_order,
     other_buckets,
@@ -218,14 +223,14 @@ def compare(
             if _explains_better(tried, (chosen, aligned, model)):
                 (chosen, aligned, model), better = tried, True
         orders_used += better
-    (chosen, aligned, model), paced = _slower_pacing((chosen, aligned, model), against)
+    (chosen, aligned, model), paced = _slower_pacing((chosen, aligned, model), against, captured)
     orders_used += paced
     chosen, aligned, model = _held_pages((chosen, aligned, model), against, cut)
     named, used = race_count(aligned, model)
     named += orders_named + len(chosen.lock_points) + len(chosen.page_races)
     named += len(chosen.wheel_races)
     used += orders_used + len(chosen.lock_early) + len(chosen.pages_held)
-    used += len(chosen.wheel_offsets)
+    used += len(chosen.wheel_offsets) + chosen.packet_ends_moved
     search_cut = max(cut, default=0) if any(_cost(aligned)) else 0
     return PacketComparison(chosen, tuple(aligned), named, used, lost, search_cut)
 
@@ -244,13 +249,18 @@ def _explains_better(other: _Explained, chosen: _Explained) -> bool:
 
 
 def _slower_pacing(
-    chosen: _Explained, against: Callable[[Simulation], tuple[list[Pair], list[Row]]]
+    chosen: _Explained,
+    against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+    captured: Sequence[CapturedRow],
 ) -> tuple[_Explained, bool]:
     """The GSO-size race (its segments are named races already, psh_either): where the
     capture still disagrees, the chosen timeline with the senders' tcp_tso_autosize
     seeing part of the host's round-trip excess (simulation.slower_pacings), the lock
     points kept; the one with the fewest disagreements, if fewer, and whether it was
-    taken. No lock-point search again: each outcome costs one simulation, three at most."""
+    taken. Where one still disagrees, that timeline with the packets ending where the
+    capture shows (simulation.captured_packet_ends: each end it moved is a race used,
+    Simulation.packet_ends_moved), if that disagrees less. No lock-point search again:
+    each outcome costs one simulation, four at most."""
     best = chosen
     if not any(_cost(best[1])):
         return best, False
@@ -260,7 +270,14 @@ def _slower_pacing(
             best = (other, other_aligned, other_model)
             if not any(_cost(other_aligned)):
                 break
-    return best, best is not chosen
+    paced = best is not chosen
+    if any(_cost(best[1])):
+        ended = captured_packet_ends(best[0], captured)
+        if ended is not None:
+            ended_aligned, ended_model = against(ended)
+            if _cost(ended_aligned) < _cost(best[1]):
+                best = (ended, ended_aligned, ended_model)
+    return best, paced
 
 
 def _held_pages(

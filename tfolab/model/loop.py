@@ -57,6 +57,8 @@ Rules:
   process are (page_frag.after_warm_up).
 - `pages_held`: the writes whose page a read skb still held (page_frag.py), the
   other outcome of that race; the writes where it could show are `env.page_races`.
+- `packet_ends`: where a capture shows the senders' GSO packets ended (packet_ends.py),
+  the GSO-size race's outcome as the kernel took it; None: the model's own.
 - `wheel_offsets`: (connection, ticks) where that connection's timer-wheel
   buckets sit (clock.py); the connections where an arrival met a timer inside
   its bucket are `env.wheel_races`.
@@ -82,6 +84,7 @@ from tfolab.model.domain import TIMERS_ISSUE
 from tfolab.model.endpoint import TcpEndpoint
 from tfolab.model.events import Recorder, Side
 from tfolab.model.fastopen import CookieCache, FastOpenServer, server_decide
+from tfolab.model.packet_ends import CapturedEnds
 from tfolab.model.page_frag import WARM_UP_REQUEST_BYTES, PageWrite, after_warm_up
 from tfolab.model.path import Path
 from tfolab.model.predict import Headline
@@ -196,6 +199,7 @@ class World:
         replay_order: ReplayOrder = "chain-first",
         pages_held: frozenset[PageWrite] = frozenset(),
         wheel_offsets: tuple[tuple[int, int], ...] = (),
+        packet_ends: CapturedEnds | None = None,
     ) -> None:
         self.config = config
         self.lock_early = lock_early
@@ -232,6 +236,7 @@ class World:
             },
             pages_held=pages_held,
             wheel_offsets=dict(wheel_offsets),
+            packet_ends=packet_ends,
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(

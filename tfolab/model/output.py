@@ -504,6 +504,7 @@ def push(
         _note_tso_race(sock, now, max_segs)
     in_skb = 0  # segments of the GSO skb being sent so far
     skb_limit = 0  # the most segments this skb may take (tcp_cwnd_test, tcp_tso_autosize)
+    quota = 0  # the congestion window's room when this skb began (tcp_cwnd_test)
     sock.skb_ends = [e for e in sock.skb_ends if e > sock.snd_nxt]
     sock.page_frag.forget_below(sock.snd_nxt)
     while sock.unsent and sock.can_send_data():
@@ -557,15 +558,18 @@ def push(
         if in_skb == 2 and sock.cwnd_grown_by is not None and not sock.env.windows_model:
             sock.env.beyond_domain.append(_cwnd_grown(sock.side, sock.cwnd_grown_by))
         first_of_skb = in_skb == 1
-        ends_skb = (
+        ended_by_rule = (
             last
-            or in_skb == skb_limit
             # sendmsg made its skb end here (from 6.10, tcp_grow_skb pulls the next
             # skb's bytes into a head shorter than the quota)
             or (seq + n in sock.skb_ends and not sock.env.rmem.grow_skb)
             or (not copying and _next_held(sock, seq, n, force_first, sock.packets_out + 1))
             or (sock.env.windows_model and _window_ends_skb(sock, seq + n))
         )
+        size_end = not ended_by_rule and _at_size_limit(sock, seq + n, in_skb, skb_limit, quota)
+        ends_skb = ended_by_rule or size_end
+        # the capture ended it short of its size limit (packet_ends.py)
+        shown_end = size_end and in_skb not in (skb_limit, quota)
         gso_psh = ends_skb and in_skb > 1
         # a forced_push PSH marks its sendmsg skb; from 6.10 a GSO packet grown past that
         # skb's end carries the flag to its own end (tcp_grow_skb, tcp_eat_one_skb)
@@ -578,7 +582,7 @@ def push(
         elif gso_psh and not write_end and not ends_a_write(sock.marks, seq + n):
             why += (
                 f"; PSH: the last of a {in_skb}-segment GSO packet "
-                f"({_cut_by(sock, seq + n, skb_limit, max_segs)}; "
+                f"({_cut_by(sock, seq + n, skb_limit, max_segs, shown_end)}; "
                 "__tcp_transmit_skb forces PSH on GSO packets)"
             )
         psh = write_end or ends_a_write(sock.marks, seq + n) or gso_psh or forced
@@ -617,6 +621,23 @@ def push(
         _send_fin(sock, now, cause, caused_by)
         sent = True
     return sent
+
+
+def _at_size_limit(sock: TcpSock, end: int, in_skb: int, skb_limit: int, quota: int) -> bool:
+    """Does the GSO packet end here for its size: tcp_tso_autosize's segments or the
+    congestion window's quota (skb_limit, the smaller). Where the model names the race
+    on the size (Segment.psh_race) and a capture shows the kernel's outcome
+    (Env.packet_ends, packet_ends.py), that outcome, within the quota."""
+    own = in_skb == skb_limit
+    captured = sock.env.packet_ends
+    if not sock.psh_race or captured is None:
+        return own
+    shown = captured.ends_packet((sock.connection, sock.side, end), in_skb)
+    if shown is None:
+        return own
+    taken = shown or in_skb == quota
+    sock.env.packet_ends_moved += taken != own
+    return taken
 
 
 def _note_tso_race(sock: TcpSock, now: int, max_segs: int | None) -> None:
@@ -733,10 +754,16 @@ def _deferred(sock: TcpSock, quota: int, max_segs: int | None) -> str:
     )
 
 
-def _cut_by(sock: TcpSock, end: int, skb_limit: int, max_segs: int | None) -> str:
-    """Which rule ended the GSO packet at `end`, for its explanation."""
+def _cut_by(sock: TcpSock, end: int, skb_limit: int, max_segs: int | None, shown: bool) -> str:
+    """Which rule ended the GSO packet at `end`, for its explanation; `shown`: the
+    capture's outcome of the size race ended it (packet_ends.py)."""
     if end in sock.skb_ends:
         return "tcp_sendmsg made skbs of size_goal, half the peer's largest window"
+    if shown:
+        return (
+            "the capture shows it ending here: where a train of ACKs lets the packets end "
+            "is a race on the host's timing, each ACK releasing its own quota"
+        )
     if max_segs is None or skb_limit < max_segs:
         return "tcp_cwnd_test gives one skb at most half the congestion window"
     return "tcp_tso_autosize cuts the write there"

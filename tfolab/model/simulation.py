@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from tfolab.model import domain
+from tfolab.model.captured import CapturedRow
 from tfolab.model.clock import COALESCED_TIMERS, LATE_TIMERS, ms_to_ns
 from tfolab.model.events import AppCall, Event, Segment
 from tfolab.model.loop import (
@@ -29,6 +30,7 @@ from tfolab.model.loop import (
     ReplayOrder,
     World,
 )
+from tfolab.model.packet_ends import CapturedEnds
 from tfolab.model.page_frag import PageWrite
 from tfolab.model.path import LossNotFollowed
 from tfolab.model.predict import Accuracy, IterationPrediction, predict, segment_bands
@@ -107,6 +109,10 @@ class Simulation:
     # bucket, first seen first (other_buckets)
     wheel_offsets: tuple[tuple[int, int], ...] = ()
     wheel_races: tuple[int, ...] = ()
+    # where a capture shows the senders' GSO packets ended (captured_packet_ends; None:
+    # the model's own), and how many of the model's own packet ends that moved
+    packet_ends: CapturedEnds | None = None
+    packet_ends_moved: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -141,6 +147,7 @@ def simulate(
     pacing_excess_ms: float = 0.0,
     pages_held: frozenset[PageWrite] = frozenset(),
     wheel_offsets: tuple[tuple[int, int], ...] = (),
+    packet_ends: CapturedEnds | None = None,
     explore_drop_races: bool = True,
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
@@ -157,6 +164,8 @@ def simulate(
     the offset its last copy stopped at (the other outcome of that race, held_pages).
     `wheel_offsets`: (connection, ticks) where that connection's timer-wheel buckets
     sit, the real jiffies counter being the model's plus the ticks (other_buckets).
+    `packet_ends`: where a capture shows the senders' GSO packets ended, taken where the
+    model names that race (the race's outcome as the kernel took it, captured_packet_ends).
     `explore_drop_races`: where a drop lands after a wheel race, simulate the race's
     other positions too and refuse if one leaves the domain (race_moves_a_drop);
     False for those other positions themselves.
@@ -199,6 +208,7 @@ def simulate(
         replay_order=replay_order,
         pages_held=pages_held,
         wheel_offsets=wheel_offsets,
+        packet_ends=packet_ends,
     )
     try:
         world.run()
@@ -236,6 +246,8 @@ def simulate(
         pages_held=pages_held,
         wheel_offsets=wheel_offsets,
         wheel_races=tuple(world.env.wheel_races),
+        packet_ends=packet_ends,
+        packet_ends_moved=world.env.packet_ends_moved,
     )
     if explore_drop_races and world.env.drop_after_race:
         refused = race_moves_a_drop(sim)
@@ -281,6 +293,7 @@ def _again(
     pacing_excess_ms: float | None = None,
     pages_held: frozenset[PageWrite] | None = None,
     wheel_offsets: tuple[tuple[int, int], ...] | None = None,
+    packet_ends: CapturedEnds | None = None,
     accuracy: Accuracy | None = None,
 ) -> Simulation:
     """`sim` simulated again with one outcome of a race the other way (or, with
@@ -300,6 +313,7 @@ def _again(
         pacing_excess_ms=sim.pacing_excess_ms if pacing_excess_ms is None else pacing_excess_ms,
         pages_held=sim.pages_held if pages_held is None else pages_held,
         wheel_offsets=sim.wheel_offsets if wheel_offsets is None else wheel_offsets,
+        packet_ends=sim.packet_ends if packet_ends is None else packet_ends,
         explore_drop_races=False,
     )
 
@@ -393,6 +407,24 @@ def slower_pacings(sim: Simulation) -> Iterator[Simulation]:
             continue
         if other.events != sim.events:
             yield other
+
+
+def captured_packet_ends(sim: Simulation, rows: Iterable[CapturedRow]) -> Simulation | None:
+    """The GSO-size race's outcome as the capture shows it (packet_ends.py): the same
+    simulation with each sender's packets ending where the kernel's did, wherever the
+    model names that race, so that what the ends decide at the receiver (a packet of
+    one segment is a clone no later segment joins, a skb head more) follows from the
+    model's own rules. Met in CI's emulated VM: its ACK trains arrive spread out, and
+    each ACK releases its own quota, 2 + 2 + 7 segments where the model sends 8 and 4.
+    None without such a race, where the capture moves no end, or where the outcome
+    leaves the model's domain."""
+    if not any(isinstance(e, Segment) and e.psh_race for e in sim.events):
+        return None
+    try:
+        other = _again(sim, packet_ends=CapturedEnds.of(rows))
+    except ModelInputError:
+        return None
+    return other if other.packet_ends_moved else None
 
 
 def held_pages(sim: Simulation) -> Iterator[Simulation]:

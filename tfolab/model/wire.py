@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from tfolab.model.clock import COALESCED_TIMERS, LATE_TIMERS, JiffyClock, Link
 from tfolab.model.delack import DelackRules
 from tfolab.model.events import CookieInfo, Recorder, Side
+from tfolab.model.packet_ends import CapturedEnds
 from tfolab.model.page_frag import PageWrite, TaskFrag
 from tfolab.model.path import Path
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
@@ -102,6 +103,11 @@ class Env:
     # the model's own; the comparison's other outcomes of the GSO-size race take part or
     # all of rtt_excess_ns (simulation.slower_pacings), which moves where packets end
     pacing_excess_ns: int = 0
+    # where a capture shows this timeline's senders ended their GSO packets (the race's
+    # outcome as the kernel took it, packet_ends.py; None: the model's own), and how many
+    # of the model's own decisions it changed
+    packet_ends: CapturedEnds | None = None
+    packet_ends_moved: int = 0
     # Why this simulation left the model's domain while it ran (domain.py): a
     # state the scenario's settings alone cannot rule out, found on the way.
     beyond_domain: list[str] = field(default_factory=list)

@@ -3,7 +3,7 @@ as the run did (the VM's 6.1 buffers, netem's accuracy, the run's measured round
 and print the disagreements that are not about time.
 
     .venv/bin/python docs/research-issue21/vm-long-window/compare.py \
-        docs/research-issue21/vm-long-window/transfer-long-d10-6.1-window-5-lower.json
+        tests/labs/captures/transfer-long-d10-6.1-acks-spread.json
 """
 
 import collections
