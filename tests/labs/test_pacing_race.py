@@ -83,7 +83,7 @@ def test_the_comparison_takes_the_slower_pacing_the_capture_shows() -> None:
     against = _against(kernel)
     aligned, model = against(sim)
     assert any(p.disagreement for p in aligned)
-    (chosen, aligned, _), taken = packets._slower_pacing((sim, aligned, model), against)
+    (chosen, aligned, _), taken = packets._slower_pacing((sim, aligned, model), against, kernel)
     assert taken and chosen.pacing_excess_ms == 0.2
     assert [p.disagreement for p in aligned if p.disagreement] == []
 
@@ -93,6 +93,7 @@ def test_no_pacing_race_without_a_delay_or_one_that_agrees() -> None:
     assert next(slower_pacings(_again(sim, pacing_excess_ms=0.0)), None) is not None
     at_once = host_captures.model("fastopen", "invalid-cookie", {}, 1, 0.0, accuracy_for("nfqueue"))
     assert list(slower_pacings(at_once)) == []
-    against = _against(as_captured(model_rows(sim)))
-    (chosen, _, _), taken = packets._slower_pacing((sim, *against(sim)), against)
+    own = as_captured(model_rows(sim))
+    against = _against(own)
+    (chosen, _, _), taken = packets._slower_pacing((sim, *against(sim)), against, own)
     assert not taken and chosen is sim
