@@ -110,9 +110,12 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
     /* The send stamp is trusted only where it is plausible: not after the read, and
      * at most MAX_SEND_LAG_NS before it.  It comes from CLOCK_REALTIME through an
      * offset taken at start, so a step of the wall clock since then (NTP, an
-     * administrator) would otherwise release a packet early. */
-    bool plausible = q->sent_ns > 0 && q->sent_ns <= stamp && stamp - q->sent_ns <= MAX_SEND_LAG_NS;
-    int64_t sent = plausible ? q->sent_ns : stamp;
+     * administrator) would otherwise release a packet early.  Rounded up to the end of
+     * its microsecond (nfnl_msg.c), it may pass the read by less than that: then the
+     * read, which came after the send, stands for it. */
+    bool plausible = q->sent_ns > 0 && q->sent_ns <= stamp + SEND_STAMP_ROUNDING_NS &&
+                     stamp - q->sent_ns <= MAX_SEND_LAG_NS;
+    int64_t sent = plausible ? (q->sent_ns < stamp ? q->sent_ns : stamp) : stamp;
     if (q->sent_ns > 0 && !plausible)
         h->st->implausible_stamps++;
     struct held item = { .id = q->id, .due_ns = sent + h->delay_ns };

@@ -158,8 +158,10 @@ static void on_packet(struct handler *h, const struct nlmsghdr *nlh, int64_t sta
             if (data_len >= sizeof(struct nfqnl_msg_packet_timestamp)) {
                 struct nfqnl_msg_packet_timestamp ts;
                 memcpy(&ts, data, sizeof ts);
+                /* The stamp is the kernel's, truncated to its microsecond: the end of
+                 * that microsecond, so that no packet is released before its delay. */
                 int64_t real_ns = (int64_t)be64toh(ts.sec) * 1000000000LL +
-                                  (int64_t)be64toh(ts.usec) * 1000LL;
+                                  (int64_t)be64toh(ts.usec) * 1000LL + 999;
                 q.sent_ns = real_ns - h->realtime_minus_monotonic_ns;
             }
             break;

@@ -58,7 +58,9 @@ _Noreturn void fail_setup(const char *what, int err, const char *fix)
     exit(EXIT_USAGE);
 }
 
-/* CLOCK_REALTIME - CLOCK_MONOTONIC, from the tightest of several bracketed readings. */
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, from the tightest of several bracketed readings:
+ * the smallest value that bracket allows (the realtime read as late as `after`), so a
+ * send stamp converted with it is never earlier than the packet's (no early release). */
 static int64_t realtime_minus_monotonic(void)
 {
     int64_t best_gap = -1, best = 0;
@@ -71,7 +73,7 @@ static int64_t realtime_minus_monotonic(void)
         int64_t real_ns = (int64_t)real.tv_sec * 1000000000LL + real.tv_nsec;
         if (best_gap < 0 || after - before < best_gap) {
             best_gap = after - before;
-            best = real_ns - (before + after) / 2;
+            best = real_ns - after;
         }
     }
     return best;

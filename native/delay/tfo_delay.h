@@ -33,6 +33,8 @@
 /* A packet's send stamp (NFQA_TIMESTAMP) is trusted only this far before its read:
  * further back, the wall clock has stepped since start (hold.c). */
 #define MAX_SEND_LAG_NS (10 * NS_PER_MS)
+/* NFQA_TIMESTAMP carries microseconds; a send stamp is taken at its microsecond's end */
+#define SEND_STAMP_ROUNDING_NS 1000
 #define HIST_BINS 100000u /* lateness histogram: 1 us bins up to 100 ms */
 /* A packet message with its whole packet (copy range 65531) fits with room to spare. */
 #define RECV_BUF_BYTES (128 * 1024)
