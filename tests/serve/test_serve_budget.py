@@ -37,11 +37,20 @@ class Screen:
 
     def __init__(self) -> None:
         self.text = ""
+        self.received = 0  # bytes drawn, escapes included (a focus change is escapes only)
 
     async def read(self, websocket: aiohttp.ClientWebSocketResponse) -> None:
         async for message in websocket:
             if message.type == aiohttp.WSMsgType.BINARY:
+                self.received += len(message.data)
                 self.text += ESCAPES.sub("", message.data.decode(errors="replace"))
+
+    async def redrawn_since(self, received: int, cap_s: float = 5) -> None:
+        """Until the session has drawn anything past `received` bytes (at most `cap_s`):
+        the key sent then has been handled, however long the machine took to get to it."""
+        deadline = time.monotonic() + cap_s
+        while self.received == received and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
 
     async def wait_for(self, text: str, timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s
@@ -79,12 +88,15 @@ async def served_ui(served) -> AsyncIterator[tuple[Screen, Callable[..., Awaitab
             async def keys(*sequence: str) -> None:
                 # A key goes to the widget focused when it is handled, and a focus
                 # change is handled after the keys already sent: each key waits until
-                # the session has drawn what the one before it did (on a busy machine a
-                # fixed pause was not enough: "200" typed into a field still focused
-                # before its tab was handled).
+                # the session has drawn something after it, then nothing more for a
+                # moment (on a busy machine a fixed pause was not enough: "200" typed
+                # into a field still focused before its tab was handled; nor was a quiet
+                # moment alone: CI's session had not yet drawn a tab's focus change when
+                # the next "4D" went out, and a prediction landed in another field).
                 for key in sequence:
+                    drawn = screen.received
                     await websocket.send_json(["stdin", key])
-                    await asyncio.sleep(0.1)
+                    await screen.redrawn_since(drawn)
                     await screen.settled(0.4 if key in ("\t", "\r", SHIFT_TAB) else 0.15)
 
             yield screen, keys
