@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from tests.captured_from_model import as_captured
 from tests.labs import vm_captures
 from tests.labs.host_captures import CAPTURES
 from tfolab.lab import packets
@@ -106,21 +107,7 @@ def test_a_capture_that_ends_them_where_the_model_does_moves_nothing() -> None:
     sim = vm_captures.model(
         "transfer", "long", {}, delay_ms=10, iterations=3, accuracy=accuracy_for("netem")
     )
-    own = [
-        CapturedRow(
-            t_ms=0.0,
-            connection=e.connection,
-            sender=e.sender,
-            flags=list(e.flags),
-            seq=e.seq,
-            ack=e.ack,
-            length=e.length,
-            options=[],
-            window=0,
-        )
-        for e in sim.events
-        if isinstance(e, Segment)
-    ]
+    own = as_captured(model_rows(sim))
     assert captured_packet_ends(sim, own) is None
 
 

@@ -396,7 +396,7 @@ def slower_pacings(sim: Simulation) -> Iterator[Simulation]:
     excess = rtt_excess_ms(sim.accuracy)
     if not sim.one_way_delay_ms or not excess:
         return
-    if not any(isinstance(e, Segment) and e.psh_race for e in sim.events):
+    if not _names_psh_race(sim):
         return
     for share in PACING_EXCESS_SHARES:
         if excess / share == sim.pacing_excess_ms:
@@ -409,6 +409,11 @@ def slower_pacings(sim: Simulation) -> Iterator[Simulation]:
             yield other
 
 
+def _names_psh_race(sim: Simulation) -> bool:
+    """Does the timeline name the GSO-size race anywhere (Segment.psh_race)?"""
+    return any(isinstance(e, Segment) and e.psh_race for e in sim.events)
+
+
 def captured_packet_ends(sim: Simulation, rows: Iterable[CapturedRow]) -> Simulation | None:
     """The GSO-size race's outcome as the capture shows it (packet_ends.py): the same
     simulation with each sender's packets ending where the kernel's did, wherever the
@@ -418,7 +423,7 @@ def captured_packet_ends(sim: Simulation, rows: Iterable[CapturedRow]) -> Simula
     each ACK releases its own quota, 2 + 2 + 7 segments where the model sends 8 and 4.
     None without such a race, where the capture moves no end, or where the outcome
     leaves the model's domain."""
-    if not any(isinstance(e, Segment) and e.psh_race for e in sim.events):
+    if not _names_psh_race(sim):
         return None
     try:
         other = _again(sim, packet_ends=CapturedEnds.of(rows))
