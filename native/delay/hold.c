@@ -79,12 +79,14 @@ static bool fifo_push(struct fifo *f, const struct held *item)
 /* ------------------------------------------------------------------------ */
 /* Verdicts                                                                 */
 
-static void accept_now(struct handler *h, const struct queued *q)
+/* due_ns: when its delay would have ended (the record's lateness is counted from it). */
+static void accept_now(struct handler *h, const struct queued *q, int64_t due_ns)
 {
     int err = send_verdict(h->nl, q->id, false);
     if (err != 0)
         h->st->verdict_errors++;
-    recorder_add(h->rec, now_ns(), q->packet, q->cap_len, q->wire_len);
+    int64_t t = now_ns();
+    recorder_add(h->rec, t, t - due_ns, q->packet, q->cap_len, q->wire_len);
 }
 
 /* A packet message: hold it (or accept it at once when the FIFO cannot take it; D = 0
@@ -104,7 +106,8 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
     h->st->packets++;
     if (h->stopping) { /* queued before the shutdown datagram: its batch accepts it */
         h->st->released_at_exit++;
-        recorder_add(h->rec, now_ns(), q->packet, q->cap_len, q->wire_len);
+        int64_t t = now_ns(); /* its delay cut short by the stop: lateness unknown, 0 */
+        recorder_add(h->rec, t, 0, q->packet, q->cap_len, q->wire_len);
         return;
     }
     /* The send stamp is trusted only where it is plausible: not after the read, and
@@ -162,16 +165,18 @@ void hold_packet(struct handler *h, const struct queued *q, int64_t stamp)
     } else if (item.dropped) { /* the FIFO is full: dropped at once */
         if (send_drop_verdict(n, q->id) != 0)
             h->st->verdict_errors++;
-        recorder_add(h->drop_rec, now_ns(), q->packet, q->cap_len, q->wire_len);
+        int64_t t = now_ns();
+        recorder_add(h->drop_rec, t, t - item.due_ns, q->packet, q->cap_len, q->wire_len);
         free(item.packet);
     } else {
         h->st->overflow_accepts++;
         if (item.mangled) { /* accepted at once, but as the middlebox left it */
             if (send_verdict_payload(n, q->id, item.packet, item.cap_len) != 0)
                 h->st->verdict_errors++;
-            recorder_add(h->rec, now_ns(), item.packet, item.cap_len, item.wire_len);
+            int64_t t = now_ns(); /* early: its lateness is negative */
+            recorder_add(h->rec, t, t - item.due_ns, item.packet, item.cap_len, item.wire_len);
         } else {
-            accept_now(h, q);
+            accept_now(h, q, item.due_ns);
         }
         free(item.packet);
     }
@@ -230,8 +235,8 @@ int release_due(struct handler *h)
         front = fifo_front(f);
         stats_late(h->st, t - front->due_ns);
         if (err == 0)
-            recorder_add(front->dropped ? h->drop_rec : h->rec, t + (int64_t)i, front->packet,
-                         front->cap_len, front->wire_len);
+            recorder_add(front->dropped ? h->drop_rec : h->rec, t + (int64_t)i,
+                         t - front->due_ns, front->packet, front->cap_len, front->wire_len);
         fifo_pop(f);
     }
     if (err != 0) {
@@ -258,7 +263,8 @@ uint32_t release_own_verdicts_at_exit(struct handler *h)
         }
         released++;
         if (item->dropped)
-            recorder_add(h->drop_rec, t + (int64_t)i, item->packet, item->cap_len, item->wire_len);
+            recorder_add(h->drop_rec, t + (int64_t)i, t - item->due_ns, item->packet,
+                         item->cap_len, item->wire_len);
     }
     return released;
 }
@@ -270,7 +276,8 @@ void release_held_at_exit(struct handler *h, bool released)
     while (f->count > 0) {
         const struct held *front = fifo_front(f);
         if (released && !front->dropped) /* the dropped ones: release_own_verdicts_at_exit */
-            recorder_add(h->rec, t, front->packet, front->cap_len, front->wire_len);
+            recorder_add(h->rec, t, t - front->due_ns, front->packet, front->cap_len,
+                         front->wire_len);
         fifo_pop(f);
     }
     f->head = 0;

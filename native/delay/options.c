@@ -22,7 +22,7 @@
 static const char usage[] =
 "Usage: " PROG " --queue N --delay-ms D [--max-queue LEN] [--die-with-parent]\n"
 "                 [--stats-json] [--fail-open] [--rt-priority P] [--record-fd N]\n"
-"                 [--control] [--drop-record-fd N]\n"
+"                 [--control] [--drop-record-fd N] [--late-record-fd N]\n"
 "\n"
 "Delays every packet of nfnetlink queue N by D milliseconds (one-way delay,\n"
 "RTT = 2 x D when both directions pass the queue), then accepts it.  A stand-in\n"
@@ -95,6 +95,11 @@ static const char usage[] =
 "                     with its verdict's time, as a released packet is (a\n"
 "                     nanosecond apart in queue order where several go at\n"
 "                     once); written on SIGUSR1 and at the stop.\n"
+"  --late-record-fd N with --record-fd: write each released packet's lateness\n"
+"                     (verdict time - due time, nanoseconds, a signed 64-bit\n"
+"                     integer in host order; negative where a full queue let it\n"
+"                     go early) to descriptor N, one per --record-fd record in\n"
+"                     the same order, written with them.\n"
 "  --help             show this help and exit.\n"
 "\n"
 "Protocol: prints READY on stdout once the queue is bound.  SIGTERM, SIGINT or\n"
@@ -172,7 +177,8 @@ static bool parse_delay_ms(const char *s, int64_t *out_ns)
 }
 
 enum { OPT_QUEUE, OPT_DELAY_MS, OPT_MAX_QUEUE, OPT_RT_PRIORITY, OPT_DIE_WITH_PARENT,
-       OPT_STATS_JSON, OPT_FAIL_OPEN, OPT_RECORD, OPT_CONTROL, OPT_DROP_RECORD };
+       OPT_STATS_JSON, OPT_FAIL_OPEN, OPT_RECORD, OPT_CONTROL, OPT_DROP_RECORD,
+       OPT_LATE_RECORD };
 
 static const struct args_option options[] = {
     {"--queue", ARGS_VALUE, NULL, OPT_QUEUE},
@@ -185,6 +191,7 @@ static const struct args_option options[] = {
     {"--record-fd", ARGS_VALUE, NULL, OPT_RECORD},
     {"--control", ARGS_FLAG, NULL, OPT_CONTROL},
     {"--drop-record-fd", ARGS_VALUE, NULL, OPT_DROP_RECORD},
+    {"--late-record-fd", ARGS_VALUE, NULL, OPT_LATE_RECORD},
     {"--help", ARGS_FLAG, NULL, ARGS_HELP},
     {NULL, ARGS_FLAG, NULL, 0},
 };
@@ -196,6 +203,7 @@ void parse_args(int argc, char **argv, struct options *o)
     o->rt_priority = DEFAULT_RT_PRIORITY;
     o->record_fd = -1;
     o->drop_record_fd = -1;
+    o->late_record_fd = -1;
 
     struct args a = {.prog = PROG, .usage = usage, .dialect = ARGS_DIALECT_DELAY,
                      .options = options, .argc = argc, .argv = argv};
@@ -264,6 +272,15 @@ void parse_args(int argc, char **argv, struct options *o)
             o->drop_record_fd = (int)fd;
             break;
         }
+        case OPT_LATE_RECORD: {
+            uint64_t fd;
+            if (!parse_uint(val, 65535, &fd) || fd < 3)
+                args_fail(&a, "--late-record-fd '%s' is not a descriptor to record to: use "
+                          "an integer 3..65535 open for writing, e.g. --late-record-fd 5 "
+                          "5>late.bin", val);
+            o->late_record_fd = (int)fd;
+            break;
+        }
         }
     }
     if (!o->have_queue)
@@ -272,6 +289,11 @@ void parse_args(int argc, char **argv, struct options *o)
         args_fail(&a, "%s", "--drop-record-fd records the packets a plan drops: add --control");
     if (o->drop_record_fd >= 0 && o->drop_record_fd == o->record_fd)
         args_fail(&a, "%s", "--drop-record-fd and --record-fd need two descriptors");
+    if (o->late_record_fd >= 0 && o->record_fd < 0)
+        args_fail(&a, "%s", "--late-record-fd keeps --record-fd's lateness: add --record-fd");
+    if (o->late_record_fd >= 0 &&
+        (o->late_record_fd == o->record_fd || o->late_record_fd == o->drop_record_fd))
+        args_fail(&a, "%s", "--late-record-fd needs a descriptor of its own");
     if (!o->have_delay)
         args_fail(&a, "%s", "--delay-ms is required, e.g. --delay-ms 10 (see " PROG " --help)");
 }

@@ -11,6 +11,11 @@
  *
  * Records are kept in memory and written on request (SIGUSR1, tfo_delay.c)
  * and at the stop, so recording costs the verdict path no system call.
+ *
+ * --late-record-fd M: beside each record, how late its verdict was after its
+ * due time (ns, int64, host order), in record order, written with the records:
+ * the lab reads the backend's own error per packet from it (a pcap record has
+ * no field for it).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -51,7 +56,7 @@ static void put32(unsigned char *p, uint32_t v)
 
 void recorder_open(struct recorder *r, int fd)
 {
-    *r = (struct recorder){ .fd = -1 };
+    *r = (struct recorder){ .fd = -1, .late_fd = -1 };
     int flags = fcntl(fd, F_GETFL);
     if (flags < 0)
         fail_setup("--record-fd", errno, "open that descriptor for writing first, e.g. 3>lab.pcap");
@@ -93,15 +98,44 @@ static bool reserve(struct recorder *r, size_t more)
     return true;
 }
 
-void recorder_add(struct recorder *r, int64_t t_ns, const unsigned char *packet,
+void recorder_keep_lateness(struct recorder *r, int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0)
+        fail_setup("--late-record-fd", errno, "open that descriptor for writing first");
+    if ((flags & O_ACCMODE) == O_RDONLY)
+        fail_setup("--late-record-fd", EBADF, "open that descriptor for writing");
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+        fail_setup("fcntl(FD_CLOEXEC) on --late-record-fd", errno, "report this as a bug");
+    r->late_fd = fd;
+}
+
+static bool reserve_late(struct recorder *r)
+{
+    if (r->late_fd < 0 || r->late_len < r->late_cap)
+        return true;
+    size_t want = r->late_cap ? r->late_cap * 2 : 1u << 14;
+    if (want > SIZE_MAX / sizeof *r->late)
+        return false;
+    int64_t *n = realloc(r->late, want * sizeof *r->late);
+    if (n == NULL)
+        return false;
+    r->late = n;
+    r->late_cap = want;
+    return true;
+}
+
+void recorder_add(struct recorder *r, int64_t t_ns, int64_t late_ns, const unsigned char *packet,
                   uint32_t cap_len, uint32_t wire_len)
 {
     if (r->fd < 0 || packet == NULL)
         return;
-    if (!reserve(r, RECORD_HEADER + cap_len)) {
+    if (!reserve(r, RECORD_HEADER + cap_len) || !reserve_late(r)) {
         r->lost++;
         return;
     }
+    if (r->late_fd >= 0)
+        r->late[r->late_len++] = late_ns;
     unsigned char *p = r->buf + r->len;
     put32(p, (uint32_t)(t_ns / 1000000000LL));
     put32(p + 4, (uint32_t)(t_ns % 1000000000LL));
@@ -118,6 +152,13 @@ int recorder_flush(struct recorder *r)
         return 0;
     int err = write_all(r->fd, r->buf, r->len);
     r->len = 0;
+    if (r->late_fd >= 0) {
+        int late_err = write_all(r->late_fd, (const unsigned char *)r->late,
+                                 r->late_len * sizeof *r->late);
+        if (err == 0)
+            err = late_err;
+        r->late_len = 0;
+    }
     return err;
 }
 
@@ -132,5 +173,11 @@ int recorder_close(struct recorder *r)
     free(r->buf);
     r->buf = NULL;
     r->cap = r->len = 0;
+    if (r->late_fd >= 0 && close(r->late_fd) != 0 && err == 0)
+        err = errno;
+    r->late_fd = -1;
+    free(r->late);
+    r->late = NULL;
+    r->late_cap = r->late_len = 0;
     return err;
 }

@@ -226,6 +226,8 @@ int main(int argc, char **argv)
     struct recorder rec = { .fd = -1 }, drop_rec = { .fd = -1 };
     if (opt.record_fd >= 0)
         recorder_open(&rec, opt.record_fd);
+    if (opt.late_record_fd >= 0)
+        recorder_keep_lateness(&rec, opt.late_record_fd);
     if (opt.drop_record_fd >= 0)
         recorder_open(&drop_rec, opt.drop_record_fd);
     struct drop_book plans = { .newest = 0 }; /* no plan active */

@@ -8,6 +8,7 @@
  *   nfnl_queue.c  the queue: the socket, bind, parameters, release-and-unbind
  *   hold.c        the hold-and-release FIFO: due times and verdicts
  *   record.c      --record-fd: every released packet, stamped, as a pcap file
+ *                 (--late-record-fd: and how late each one was)
  *   stats.c       lateness histogram, kernel drop counters, the report lines
  *   drop.c        --control: deterministic drops, a plan per iteration
  *
@@ -58,6 +59,7 @@ struct options {
     int record_fd; /* --record-fd N, or -1 */
     bool control;  /* --control: plans on stdin, answers on stdout (drop.c) */
     int drop_record_fd; /* --drop-record-fd N, or -1 */
+    int late_record_fd; /* --late-record-fd N, or -1 */
 };
 
 /* Fill *o from the command line; bad input exits 2, --help exits 0. */
@@ -107,6 +109,9 @@ struct recorder {
     int fd;               /* -1: not recording */
     unsigned char *buf;   /* records not written yet */
     size_t len, cap;
+    int late_fd;          /* each record's lateness, in record order; -1: not kept */
+    int64_t *late;        /* lateness not written yet, one per record in buf */
+    size_t late_len, late_cap;
     uint64_t records;     /* packets recorded since the start */
     uint64_t lost;        /* packets released but not recorded (out of memory) */
 };
@@ -115,8 +120,13 @@ struct recorder {
  * 2 with the reason when it cannot. */
 void recorder_open(struct recorder *r, int fd);
 
-/* Append one released packet: its release time (CLOCK_MONOTONIC ns) and bytes. */
-void recorder_add(struct recorder *r, int64_t t_ns, const unsigned char *packet,
+/* Also keep each record's lateness (--late-record-fd): written to fd with the
+ * records, one signed 64-bit nanosecond count in host order per record. */
+void recorder_keep_lateness(struct recorder *r, int fd);
+
+/* Append one released packet: its release time (CLOCK_MONOTONIC ns), how late
+ * that is after its due time (ns), and its bytes. */
+void recorder_add(struct recorder *r, int64_t t_ns, int64_t late_ns, const unsigned char *packet,
                   uint32_t cap_len, uint32_t wire_len);
 
 /* Write what is buffered.  Returns 0 or an errno. */

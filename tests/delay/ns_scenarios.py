@@ -297,11 +297,16 @@ def scenario_overflow(args: argparse.Namespace) -> dict:
 
 def scenario_record(args: argparse.Namespace) -> dict:
     """--record-fd into a memory file: 40 datagrams, each carrying its send time
-    (CLOCK_MONOTONIC ns); SIGUSR1 writes the records, the stop the rest."""
+    (CLOCK_MONOTONIC ns); SIGUSR1 writes the records, the stop the rest; and with
+    --late-record-fd each record's lateness beside it."""
     add_rule("udp")
     record = os.memfd_create("record")
+    late = os.memfd_create("late")
     delayer = Delayer(
-        args.binary, args.delay_ms, extra=("--record-fd", str(record)), pass_fds=(record,)
+        args.binary,
+        args.delay_ms,
+        extra=("--record-fd", str(record), "--late-record-fd", str(late)),
+        pass_fds=(record, late),
     )
     if not delayer.ready:
         return {"error": "delayer not ready", **delayer.stop()}
@@ -320,12 +325,22 @@ def scenario_record(args: argparse.Namespace) -> dict:
     ready, _, _ = select.select([delayer.proc.stdout], [], [], 5.0)
     flushed = delayer.proc.stdout.readline().strip() if ready else ""
     flushed_bytes = os.fstat(record).st_size
+    flushed_late_bytes = os.fstat(late).st_size
     tx.send(struct.pack("=q", time.monotonic_ns()))  # one more, written at the stop
     rx.recv(16)
     stopped = delayer.stop()
     data = os.pread(record, os.fstat(record).st_size, 0)
+    late_data = os.pread(late, os.fstat(late).st_size, 0)
     os.close(record)
-    return {"flushed": flushed, "flushed_bytes": flushed_bytes, "pcap_hex": data.hex(), **stopped}
+    os.close(late)
+    return {
+        "flushed": flushed,
+        "flushed_bytes": flushed_bytes,
+        "flushed_late_bytes": flushed_late_bytes,
+        "pcap_hex": data.hex(),
+        "late_hex": late_data.hex(),
+        **stopped,
+    }
 
 
 def scenario_drop(args: argparse.Namespace) -> dict:

@@ -193,7 +193,9 @@ def _pcap_records(data: bytes) -> list[tuple[int, bytes, int]]:
 def test_every_released_packet_is_recorded_stamped_at_its_verdict(tfo_delay: str) -> None:
     """--record-fd: each datagram recorded once, whole, D after the send time it carries
     (the verdict's time: when it reached the receiver); SIGUSR1 writes them and says
-    how many, the stop writes the rest."""
+    how many, the stop writes the rest. --late-record-fd: one lateness per record, in
+    its order, written with it: the record's stamp after its send time and D, to the
+    microsecond the kernel's send stamp is rounded to (hold.c)."""
     run = run_in_netns("record", tfo_delay, "--delay-ms", "10")
     assert run["returncode"] == 0, run["stderr"]
     assert run["flushed"] == "FLUSHED 40 0 0"  # recorded, lost, dropped recorded
@@ -201,11 +203,18 @@ def test_every_released_packet_is_recorded_stamped_at_its_verdict(tfo_delay: str
     records = _pcap_records(data)
     assert len(records) == 41 and run["stats"]["recorded"] == 41
     assert run["flushed_bytes"] == 24 + sum(16 + len(packet) for _, packet, _ in records[:40])
-    for stamp, packet, wire_len in records:
+    late = [value for (value,) in struct.iter_unpack("=q", bytes.fromhex(run["late_hex"]))]
+    assert len(late) == len(records) and run["flushed_late_bytes"] == 40 * 8
+    for (stamp, packet, wire_len), late_ns in zip(records, late, strict=True):
         assert wire_len == len(packet) == 20 + 8 + 8  # IPv4, UDP, the send time
         assert packet[9] == socket.IPPROTO_UDP
         (sent,) = struct.unpack_from("=q", packet, 28)
         assert_in_band((stamp - sent) / 1e6, 10.0, 11.0, "a record's stamp after its send")
+        # the kernel stamps the send (netif_rx) after the datagram's own clock read, by
+        # the send() call's time; its stamp rounded up to a microsecond (nfnl_msg.c)
+        # and the pass's nanosecond places may put it up to ~2 us the other way
+        own = stamp - (sent + 10_000_000)
+        assert 0 <= late_ns <= own + 2_100 and own - late_ns < 1_000_000, (late_ns, own)
 
 
 def test_a_plan_drops_the_packet_it_names_and_records_it(tfo_delay: str) -> None:

@@ -381,6 +381,11 @@ def test_a_connection_through_nfqueue_is_captured_once_at_arrival(
     # Stamped on arrival, after the delay: the SYN D after connect(), the SYN-ACK 2D.
     assert_in_band(times[0], DELAY_MS - 0.1, DELAY_MS + 1.0, "the SYN's stamp")
     assert_in_band(times[1], 2 * DELAY_MS - 0.1, 2 * DELAY_MS + 1.0, "the SYN-ACK's stamp")
+    # Each row carries how late the delayer released it (--late-record-fd): never early,
+    # and the SYN's stamp less it is its send (connect()) plus D.
+    late = [r.get("late_ms", 0.0) for r in rows]
+    assert all(0.0 < x < 50.0 for x in late), late
+    assert_in_band(times[0] - late[0], DELAY_MS, DELAY_MS + 0.5, "the SYN's due time")
 
 
 @pytest.mark.parametrize("ring", ["default", "small"])
@@ -523,7 +528,10 @@ def inside_nfqueue(pcap_path: str) -> dict[str, object]:
         return {"request_bytes": len(request), "response_bytes": len(response)}
 
     capture = DelayerCapture(
-        installed.delayer.pid, installed.delayer.stdout.fileno(), installed.record_fd
+        installed.delayer.pid,
+        installed.delayer.stdout.fileno(),
+        installed.record_fd,
+        late_fd=installed.late_record_fd,
     )
     try:
         result = _captured(capture, body)

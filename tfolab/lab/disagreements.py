@@ -164,6 +164,9 @@ class Arrival:
     kernel_ms: float  # from the iteration's start, on the capture's clock
     model_ms: float  # from the iteration's start, on the model's clock
     band_ms: float
+    # how late the delay backend released the segments on its path, as it measured that
+    # (model_ms includes it)
+    backend_late_ms: float = 0.0
 
     kind = "arrival"
     timing_only = True
@@ -178,7 +181,15 @@ class Arrival:
         return (
             f"{_where(self.model)}: {self.model.words()} arrived {self.kernel_ms:.2f} ms into "
             f"iteration {self.iteration}; the model said {self.model_ms:.2f} ms "
-            f"± {self.band_ms:.2f}"
+            f"± {self.band_ms:.2f}{self._backend_words()}"
+        )
+
+    def _backend_words(self) -> str:
+        if abs(self.backend_late_ms) < 0.005:
+            return ""
+        return (
+            f" (with the {self.backend_late_ms:.2f} ms the delayer measured itself late "
+            "on its path)"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -191,6 +202,7 @@ class Arrival:
             kernel_ms=round(self.kernel_ms, 3),
             model_ms=round(self.model_ms, 3),
             band_ms=round(self.band_ms, 3),
+            backend_late_ms=round(self.backend_late_ms, 3),
         )
 
 

@@ -12,6 +12,10 @@ Rules:
   its values: a model row its Segment's `event_id` (None for a row the model
   names without an event of its own: a race's other outcome), a captured row
   its index in the scenario's captured list (`captured_index`).
+- A captured row carries how late the delay backend released it, where the
+  backend measured that (tfo-delay), and a model row the delayed segments on
+  its path (Simulation.segment_paths): the comparison moves the model's
+  arrival by what the backend measured along that path.
 - The model's rows also carry what the comparison may forgive, each named by
   the kernel race behind it: an optional ACK (a timer that may win, or an ACK
   the kernel may merge away), other windows, a deferred race ACK's other
@@ -72,6 +76,11 @@ class Row:
     event_id: int | None = None  # the model's Segment this row states
     captured_index: int | None = None  # the captured row this row states
     lost: bool = False  # the path lost it (the `drop` setting): stamped when its delay ended
+    # the model's: the delayed segments before it on its path since its iteration's start,
+    # by event id (Simulation.segment_paths), whose measured lateness moves its arrival
+    path_before: tuple[int, ...] = ()
+    # the capture's: how late the delay backend released it (CapturedRow.late_ms)
+    late_ms: float = 0.0
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -163,6 +172,7 @@ def model_rows(sim: Simulation) -> list[Row]:
             psh_either=s.psh_race,
             event_id=s.id,
             lost=s.lost,
+            path_before=sim.segment_paths.get(s.id, ())[:-1],
         )
         for s in chosen
         if s.connection in number
@@ -189,6 +199,7 @@ def captured_rows(captured: Sequence[CapturedRow]) -> list[Row]:
             window=c.window,
             captured_index=k,
             lost=c.lost,
+            late_ms=c.late_ms,
         )
         for k, c in ((k, captured[k]) for k in ordered)
         if c.connection in number

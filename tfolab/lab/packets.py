@@ -772,7 +772,35 @@ def _connection(model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pa
         ours = [r for r in model if r.sender == sender]
         theirs = [r for r in kernel if r.sender == sender]
         aligned += _direction(ours, theirs, clocks)
-    return aligned
+    return _judged_with_lateness(aligned, clocks)
+
+
+def _judged_with_lateness(aligned: list[Pair], clocks: _Clocks) -> list[Pair]:
+    """The pairs again, each arrival judged with the delay backend's measured lateness
+    on its path (both directions' segments, so only once the connection is aligned)."""
+    late = backend_lateness(aligned)
+    if not late and not any(p.kernel is not None and p.kernel.late_ms for p in aligned):
+        return aligned
+    return [
+        Pair(p.model, p.kernel, _matched(p.model, p.kernel, clocks, late))
+        if p.model is not None and p.kernel is not None and not isinstance(p.disagreement, Changed)
+        else p
+        for p in aligned
+    ]
+
+
+def backend_lateness(aligned: Iterable[Pair]) -> dict[int, float]:
+    """How late the delay backend released each model segment the kernel sent alike, by
+    the model's event id, as the backend measured it (0 or absent: not measured)."""
+    return {
+        p.model.event_id: p.kernel.late_ms
+        for p in aligned
+        if p.model is not None
+        and p.kernel is not None
+        and p.model.event_id is not None
+        and p.kernel.late_ms
+        and not isinstance(p.disagreement, Changed)
+    }
 
 
 def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
@@ -908,13 +936,23 @@ def _table(model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
     return aligned
 
 
-def _matched(ours: Row, theirs: Row, clocks: _Clocks) -> Disagreement | None:
-    """What is wrong with a segment both sides sent alike: its window, or its arrival."""
+def _matched(
+    ours: Row, theirs: Row, clocks: _Clocks, late: dict[int, float] | None = None
+) -> Disagreement | None:
+    """What is wrong with a segment both sides sent alike: its window, or its arrival.
+    `late` (backend_lateness): the model's arrival moves by what the delay backend
+    measured on the segment's path, its own release included (Row.path_before)."""
     allowed = ours.windows_for(theirs)
     if ours.window is not None and theirs.window is not None and theirs.window not in allowed:
         at = clocks.moment(theirs, ours.iteration, kernel=True)
         return WrongWindow(ours, theirs, theirs.window, allowed, at)
     times = clocks.into(ours, theirs) if ours.timed else None
-    if times is not None and abs(times[0] - times[1]) > ours.band_ms:
-        return Arrival(ours, theirs, ours.iteration, times[0], times[1], ours.band_ms)
+    if times is None:
+        return None
+    backend_ms = 0.0
+    if late is not None:
+        backend_ms = theirs.late_ms + sum(late.get(i, 0.0) for i in ours.path_before)
+    kernel_ms, model_ms = times[0], times[1] + backend_ms
+    if abs(kernel_ms - model_ms) > ours.band_ms:
+        return Arrival(ours, theirs, ours.iteration, kernel_ms, model_ms, ours.band_ms, backend_ms)
     return None

@@ -41,7 +41,7 @@ def disturbed(scenario: ScenarioResult, delayer_late_ms: float = 0.0) -> Repeat 
     for m in scenario.measurements:
         if m.ok is False:
             assert m.measured_ms is not None
-            if m.measured_ms < m.predicted_ms:
+            if m.measured_ms < m.expected_ms:
                 return None  # early: no wait makes a time shorter
             misses.append((m.off_by_ms, m.i))
     for disagreement in scenario.disagreements:

@@ -22,6 +22,7 @@ from tfolab.lab.packet_rows import model_rows
 from tfolab.lab.plan import PlannedScenario
 from tfolab.model import Simulation
 from tfolab.model.captured import CapturedRow
+from tfolab.model.predict import path_segments
 from tfolab.model.simulation import model_handshakes_ms, with_measured_round_trip
 from tfolab.runner.protocol import DelayerLateness
 
@@ -35,19 +36,28 @@ class Measurement:
     connect_ms: float | None = None  # connect()/sendto() return, measured (rr scenarios)
     start_ms: float | None = None  # when it started, on the captured segments' clock
     cpu_wait_ms: float | None = None  # the lab's threads' wait for a CPU meanwhile (measured)
+    # how late the delay backend released the segments on the critical path, as it
+    # measured that (packets.backend_lateness): the band stands around the prediction
+    # moved by it
+    backend_late_ms: float = 0.0
+
+    @property
+    def expected_ms(self) -> float:
+        """The prediction with the delay backend's own measured lateness on its path."""
+        return self.predicted_ms + self.backend_late_ms
 
     @property
     def ok(self) -> bool | None:
         if self.measured_ms is None:
             return None
-        return abs(self.measured_ms - self.predicted_ms) <= self.tolerance_ms
+        return abs(self.measured_ms - self.expected_ms) <= self.tolerance_ms
 
     @property
     def off_by_ms(self) -> float:
         """How far outside the band (0 inside it)."""
         if self.measured_ms is None:
             return 0.0
-        return max(0.0, abs(self.measured_ms - self.predicted_ms) - self.tolerance_ms)
+        return max(0.0, abs(self.measured_ms - self.expected_ms) - self.tolerance_ms)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"i": self.i}
@@ -55,6 +65,8 @@ class Measurement:
             data["measured_ms"] = round(self.measured_ms, 3)
         data["predicted_ms"] = round(self.predicted_ms, 3)
         data["tolerance_ms"] = round(self.tolerance_ms, 3)
+        if self.backend_late_ms:
+            data["backend_late_ms"] = round(self.backend_late_ms, 3)
         if self.measured_ms is not None:
             data["ok"] = self.ok
         if self.connect_ms is not None:
@@ -101,7 +113,8 @@ class ScenarioResult:
         """The capture against the model (tfolab.lab.packets.compare); where a race's other
         outcome fits the kernel better (two applications woken at once, a timer-wheel
         bucket, ...), that timeline is kept, and so are its headline predictions: each
-        iteration is judged against the timeline the kernel was shown to follow. Where
+        iteration is judged against the timeline the kernel was shown to follow, moved by
+        how late the delay backend measured itself on that iteration's path. Where
         the run's handshakes measured a round trip longer than the backend's error
         allows, the model takes that as the host's (simulation.with_measured_round_trip)."""
         if self.captured is None:
@@ -113,9 +126,13 @@ class ScenarioResult:
         self.comparison = packets.compare(self.simulation, self.captured, starts, self.capture_lost)
         self.simulation = self.comparison.simulation
         chosen = {p.i: p for p in self.simulation.predictions}
+        late = packets.backend_lateness(self.comparison.pairs)
+        by_id = {e.id: e for e in self.simulation.events}
         for m in self.measurements:
             if m.i in chosen:
                 m.predicted_ms, m.tolerance_ms = chosen[m.i].predicted_ms, chosen[m.i].tolerance_ms
+                on_path = path_segments(chosen[m.i].path, by_id)
+                m.backend_late_ms = sum(late.get(i, 0.0) for i in on_path)
 
     @property
     def disagreements(self) -> tuple[Disagreement, ...]:

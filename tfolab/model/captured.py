@@ -36,6 +36,9 @@ class CapturedRow(msgspec.Struct, frozen=True):
     window: int  # the header's window field, as on the wire (unscaled)
     # the path lost it (the `drop` setting): t_ms is when its delay ended, not an arrival
     lost: bool = False
+    # how late the delay backend released it after its due time (sent + D), as the
+    # backend measured it: the backend's own error, not TCP's; 0 where not measured
+    late_ms: float = 0.0
 
     def to_json(self) -> dict[str, object]:
         """The JSON contract's `captured` row: options by their labels."""
@@ -43,4 +46,6 @@ class CapturedRow(msgspec.Struct, frozen=True):
         data["options"] = labels(self.options)
         if not self.lost:
             del data["lost"]  # only a lost row says so
+        if not self.late_ms:
+            del data["late_ms"]  # only a measured lateness is written
         return data  # type: ignore[no-any-return]

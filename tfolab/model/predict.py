@@ -16,6 +16,10 @@ Rules:
 - Every segment has a band of its own, built the same way from its own
   causal chain back to its iteration's start (`segment_bands`): what its path
   can add, never another segment's.
+- The segments each band counts are named too (`segment_paths`): where the
+  delay backend measured how late it released each of them, the comparison
+  moves the prediction by that (the backend's own error, measured), and the
+  band keeps its width.
 - The explanation names the path: "4D: SYN, SYN-ACK, request, response", or
   "4D + delayed ACK (40-44 ms at HZ=250): write 1, [server delayed-ACK timer
   44.0 ms], ACK, write 2, echo".
@@ -214,6 +218,35 @@ def segment_bands(
             6,
         )
     return bands
+
+
+def segment_paths(
+    events: tuple[Event, ...], predictions: tuple[IterationPrediction, ...]
+) -> dict[int, tuple[int, ...]]:
+    """Each segment's delayed segments since its iteration's start, by event id, itself
+    included, in path order: the ones its band counts (segment_bands), whose measured
+    lateness moves its arrival."""
+    by_id = {e.id: e for e in events}
+    starts = {p.i: by_id[p.path[0]].time_ms for p in predictions if p.path}
+    paths: dict[int, tuple[int, ...]] = {}
+    for event in events:
+        if not isinstance(event, Segment):
+            continue
+        start = starts.get(event.iteration, 0.0)
+        on_path: list[int] = []
+        current: Event | None = event
+        while current is not None and current.time_ms >= start:
+            if isinstance(current, Segment) and not current.lost:
+                on_path.append(current.id)
+            current = by_id[current.caused_by] if current.caused_by is not None else None
+        paths[event.id] = tuple(reversed(on_path))
+    return paths
+
+
+def path_segments(path: tuple[int, ...], by_id: dict[int, Event]) -> tuple[int, ...]:
+    """The delayed segments of an iteration's critical path (IterationPrediction.path),
+    the ones its tolerance counts."""
+    return tuple(i for i in path if isinstance(e := by_id[i], Segment) and not e.lost)
 
 
 def _ancestors(event: Event, by_id: dict[int, Event]) -> set[int]:

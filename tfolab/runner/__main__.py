@@ -115,6 +115,7 @@ def _open_capture(network: LabNetwork, turn: MeasuringTurn, delay: InstalledDela
             delay.delayer.stdout.fileno(),
             delay.record_fd,
             delay.drop_record_fd,
+            delay.late_record_fd,
         )
         recorded.open()
         network.capture = recorded

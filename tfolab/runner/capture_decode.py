@@ -122,6 +122,9 @@ class CapturedSegment:
     t_realtime_ns: int = 0  # the kernel's own stamp (CLOCK_REALTIME), for pcap
     wire_len: int = 0  # the frame's full length (len(frame) unless cut by a snap length)
     lost: bool = False  # dropped on the way (a drop plan): t_ns is when its delay ended
+    # how much later than its due time (sent + D) the delay backend released it, as the
+    # backend measured it (tfo-delay --late-record-fd); 0: not measured
+    late_ns: int = 0
 
     @property
     def tuple4(self) -> tuple[str, int, str, int]:
@@ -259,6 +262,7 @@ class NumberedSegment:
             options=list(self.options),
             window=self.segment.window,
             lost=self.segment.lost,
+            late_ms=round(self.segment.late_ns / 1e6, 4),
         )
 
 

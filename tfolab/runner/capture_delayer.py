@@ -21,6 +21,10 @@ Rules:
   drop (CaptureResult.drops), never silently missing.
 - Frames are given an Ethernet header with zero MACs, as lo's frames have,
   so decoding and the pcap a student gets are the same as with netem.
+- Where the delayer also keeps each release's lateness (`--late-record-fd`, one
+  int64 of nanoseconds per record, in record order), each segment carries it
+  (CapturedSegment.late_ns): the backend's own error, measured per packet. A
+  lateness file that does not hold one figure per record is a failed capture.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ PCAP_HEADER = struct.Struct("=IHHiIII")
 PCAP_MAGIC_NS = 0xA1B23C4D
 LINKTYPE_RAW = 101
 RECORD = struct.Struct("=IIII")  # seconds, nanoseconds, captured length, wire length
+LATENESS = struct.Struct("=q")  # a release's lateness, ns (native/delay/record.c)
 FLUSH_TIMEOUT_S = 5.0
 
 
@@ -53,12 +58,18 @@ class DelayerCapture:
     """Record every TCP segment tfo-delay releases from start() to stop()."""
 
     def __init__(
-        self, delayer_pid: int, delayer_stdout: int, record_fd: int, drop_fd: int | None = None
+        self,
+        delayer_pid: int,
+        delayer_stdout: int,
+        record_fd: int,
+        drop_fd: int | None = None,
+        late_fd: int | None = None,
     ) -> None:
         self._pid = delayer_pid
         self._stdout = delayer_stdout  # the delayer's stdout, where it answers FLUSHED
         self._fd = record_fd  # the memory file it records into (ours, shared)
         self._drop_fd = drop_fd  # the one it records the packets it dropped into
+        self._late_fd = late_fd  # the one it records each release's lateness into
         self._start_ns = 0
         self._offset_ns = 0
         self._running = False
@@ -94,9 +105,9 @@ class DelayerCapture:
         self._running = False
         lost = self._flush()
         step = realtime_offset_ns() - self._offset_ns
-        segments, skipped, frames = self._take(self._fd)
+        segments, skipped, frames = self._take(self._fd, self._late_fd)
         if self._drop_fd is not None:  # dropped: stamped when their delay ended (hold.c)
-            dropped, skipped_too, _ = self._take(self._drop_fd)
+            dropped, skipped_too, _ = self._take(self._drop_fd, None)
             segments += [dataclasses.replace(seg, lost=True) for seg in dropped]
             skipped += skipped_too
             segments.sort(key=lambda seg: seg.t_ns)
@@ -114,16 +125,25 @@ class DelayerCapture:
     def close(self) -> None:
         self._running = False
 
-    def _take(self, fd: int) -> tuple[list[CapturedSegment], list[str], int]:
-        """The segments one record file holds since start(); the file is emptied back to
-        its header (its offset is shared with the delayer)."""
+    def _take(self, fd: int, late_fd: int | None) -> tuple[list[CapturedSegment], list[str], int]:
+        """The segments one record file holds since start(), with their lateness where
+        `late_fd` keeps it; both files are emptied (their offsets are shared with the
+        delayer)."""
         end = os.fstat(fd).st_size
         data = os.pread(fd, end - PCAP_HEADER.size, PCAP_HEADER.size)
-        segments, skipped, frames, consumed = self._decode(data)
+        late = _lateness(late_fd)
+        segments, skipped, frames, consumed = self._decode(data, late)
         if consumed != len(data):
             raise CaptureFailed(f"the delayer's record ends in a cut record ({len(data)} bytes)")
+        if late is not None and len(late) != frames:
+            raise CaptureFailed(
+                f"the delayer kept {len(late)} lateness figures for {frames} records"
+            )
         os.ftruncate(fd, PCAP_HEADER.size)
         os.lseek(fd, PCAP_HEADER.size, os.SEEK_SET)
+        if late_fd is not None:
+            os.ftruncate(late_fd, 0)
+            os.lseek(late_fd, 0, os.SEEK_SET)
         return segments, skipped, frames
 
     def _flush(self) -> int:
@@ -143,9 +163,12 @@ class DelayerCapture:
             raise CaptureFailed(f"the delayer answered {line!r}, not FLUSHED N L D")
         return int(words[2])
 
-    def _decode(self, data: bytes) -> tuple[list[CapturedSegment], list[str], int, int]:
+    def _decode(
+        self, data: bytes, late: tuple[int, ...] | None
+    ) -> tuple[list[CapturedSegment], list[str], int, int]:
         """Segments released at or after start(), reasons for what was skipped, the
-        records read and the bytes consumed (whole records only)."""
+        records read and the bytes consumed (whole records only); `late`: each record's
+        lateness (ns), in record order."""
         segments: list[CapturedSegment] = []
         skipped: list[str] = []
         at = frames = 0
@@ -155,6 +178,7 @@ class DelayerCapture:
                 break
             packet = data[at + RECORD.size : at + RECORD.size + cap_len]
             at += RECORD.size + cap_len
+            late_ns = late[frames] if late is not None and frames < len(late) else 0
             frames += 1
             t_ns = seconds * 1_000_000_000 + nanoseconds
             if t_ns < self._start_ns:
@@ -165,5 +189,15 @@ class DelayerCapture:
             if isinstance(seg, str):
                 skipped.append(seg)
             else:
-                segments.append(seg)
+                segments.append(dataclasses.replace(seg, late_ns=late_ns) if late_ns else seg)
         return segments, skipped, frames, at
+
+
+def _lateness(fd: int | None) -> tuple[int, ...] | None:
+    """The lateness figures the delayer wrote to `fd` (None: it keeps none)."""
+    if fd is None:
+        return None
+    data = os.pread(fd, os.fstat(fd).st_size, 0)
+    if len(data) % LATENESS.size:
+        raise CaptureFailed(f"the delayer's lateness record ends cut ({len(data)} bytes)")
+    return tuple(value for (value,) in LATENESS.iter_unpack(data))

@@ -36,14 +36,19 @@ class Miss:
     measured_ms: float
     predicted_ms: float
     tolerance_ms: float
+    backend_late_ms: float = 0.0  # Measurement.backend_late_ms
+
+    @property
+    def expected_ms(self) -> float:
+        return self.predicted_ms + self.backend_late_ms
 
     @property
     def off_by_ms(self) -> float:
-        return max(0.0, abs(self.measured_ms - self.predicted_ms) - self.tolerance_ms)
+        return max(0.0, abs(self.measured_ms - self.expected_ms) - self.tolerance_ms)
 
     @property
     def side(self) -> str:
-        return "above" if self.measured_ms > self.predicted_ms else "below"
+        return "above" if self.measured_ms > self.expected_ms else "below"
 
 
 class Capture(enum.Enum):
@@ -136,7 +141,7 @@ def counter_rows(scenario: ScenarioResult) -> tuple[CounterRow, ...]:
 def summarize(result: LabResult) -> RunSummary:
     measured = [m for s in result.scenarios for m in s.measurements if m.measured_ms is not None]
     misses = tuple(
-        Miss(s.planned.name, m.i, m.measured_ms, m.predicted_ms, m.tolerance_ms)
+        Miss(s.planned.name, m.i, m.measured_ms, m.predicted_ms, m.tolerance_ms, m.backend_late_ms)
         for s in result.scenarios
         for m in s.measurements
         if m.measured_ms is not None and m.ok is False
@@ -172,9 +177,12 @@ def band_words(summary: RunSummary) -> str:
 
 def miss_words(miss: Miss) -> str:
     """'#2 measured 27.0 ms, 5.0 ms above its band (20.0 ± 2.0 ms)'."""
+    late = ""
+    if abs(miss.backend_late_ms) >= 0.05:
+        late = f", with the {miss.backend_late_ms:.1f} ms the delayer measured itself late"
     return (
         f"#{miss.i} measured {miss.measured_ms:.1f} ms, {miss.off_by_ms:.1f} ms {miss.side} "
-        f"its band ({miss.predicted_ms:.1f} ± {miss.tolerance_ms:.1f} ms)"
+        f"its band ({miss.expected_ms:.1f} ± {miss.tolerance_ms:.1f} ms{late})"
     )
 
 

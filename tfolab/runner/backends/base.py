@@ -75,6 +75,7 @@ class InstalledDelay:
     rule_way: str = ""
     record_fd: int | None = None  # the memory file the delayer records its packets into
     drop_record_fd: int | None = None  # and the one it records the packets it drops into
+    late_record_fd: int | None = None  # and the one it records each release's lateness into
 
     @property
     def drops_packets(self) -> bool:
@@ -112,10 +113,10 @@ class InstalledDelay:
 
     def stop(self) -> str:
         """Stop the delayer (if any) and close the records; its statistics line, or ""."""
-        for fd in (self.record_fd, self.drop_record_fd):
+        for fd in (self.record_fd, self.drop_record_fd, self.late_record_fd):
             if fd is not None:
                 os.close(fd)  # the delayer holds its own copy until it exits
-        self.record_fd = self.drop_record_fd = None
+        self.record_fd = self.drop_record_fd = self.late_record_fd = None
         if self.delayer is None:
             return ""
         if self.delayer.poll() is None:

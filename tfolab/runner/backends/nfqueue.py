@@ -46,8 +46,11 @@ def delayer_args(
     queue: int = QUEUE_NUMBER,
     record_fd: int | None = None,
     drop_record_fd: int | None = None,
+    late_record_fd: int | None = None,
 ) -> list[str]:
     record = [] if record_fd is None else ["--record-fd", str(record_fd)]
+    if late_record_fd is not None:  # each record's lateness beside it (record.c)
+        record += ["--late-record-fd", str(late_record_fd)]
     if drop_record_fd is not None:  # drop plans on stdin (drop.c), their packets recorded
         record += ["--control", "--drop-record-fd", str(drop_record_fd)]
     return [executable, "--queue", str(queue), "--delay-ms", f"{delay_ms:.6f}",
@@ -88,15 +91,24 @@ class Nfqueue:
         steering = _steer_lo()
         record_fd = os.memfd_create("tfolab-delayed-packets", os.MFD_CLOEXEC) if record else None
         drop_fd = os.memfd_create("tfolab-dropped-packets", os.MFD_CLOEXEC) if record else None
-        installed = InstalledDelay("nfqueue", delay_ms, record_fd=record_fd, drop_record_fd=drop_fd)
+        late_fd = os.memfd_create("tfolab-delayer-lateness", os.MFD_CLOEXEC) if record else None
+        installed = InstalledDelay(
+            "nfqueue", delay_ms, record_fd=record_fd, drop_record_fd=drop_fd, late_record_fd=late_fd
+        )
         try:
             installed.delayer = subprocess.Popen(
-                delayer_args(delayer, delay_ms, record_fd=record_fd, drop_record_fd=drop_fd),
+                delayer_args(
+                    delayer,
+                    delay_ms,
+                    record_fd=record_fd,
+                    drop_record_fd=drop_fd,
+                    late_record_fd=late_fd,
+                ),
                 stdin=subprocess.PIPE if record else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                pass_fds=tuple(fd for fd in (record_fd, drop_fd) if fd is not None),
+                pass_fds=tuple(fd for fd in (record_fd, drop_fd, late_fd) if fd is not None),
                 start_new_session=True,  # an autogroup at nice 0, not a waiting UI's
             )
             assert installed.delayer.stdout is not None

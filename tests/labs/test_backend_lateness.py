@@ -1,0 +1,115 @@
+"""The delay backend's own lateness, measured per packet (tfo-delay --late-record-fd), moves
+the model's arrivals and headlines by what it measured on each one's path; the bands keep
+their width.
+
+The physics is stop 47's CI (a host waking late after each long idle): at D = 166 ms each
+release came about 1 ms after its due time, so every arrival of the handshake lab's plain
+scenario was later than the model's by about 1 ms a trip, the response 4 trips in: outside
+bands of 0.4 ms a packet. Here the capture is the model's own, each packet released
+`LATE_MS` late, which pushes everything after it on its path.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from tests.captured_from_model import as_captured
+from tests.labs import host_captures
+from tfolab.lab import packets
+from tfolab.lab.catalog import find_lab
+from tfolab.lab.disagreements import Arrival
+from tfolab.lab.packet_rows import model_rows, model_starts
+from tfolab.lab.plan import plan
+from tfolab.lab.prediction import accuracy_for
+from tfolab.lab.results import Measurement, ScenarioResult
+from tfolab.model import Simulation
+from tfolab.model.captured import CapturedRow
+from tfolab.model.predict import path_segments
+
+DELAY_MS = 166.0
+LATE_MS = 1.0  # each release after its due time, as CI's host showed it
+
+
+def _sim() -> Simulation:
+    return host_captures.model(
+        "handshake", "plain", {}, 2, DELAY_MS, accuracy=accuracy_for("nfqueue")
+    )
+
+
+def _late_capture(sim: Simulation, *, measured: bool, extra_ms: float = 0.0) -> list[CapturedRow]:
+    """The model's rows, each arriving LATE_MS later for itself and for every segment
+    before it on its path; `measured`: each row says so (late_ms), as tfo-delay records;
+    `extra_ms`: the last row arrives that much later still, its lateness not measured."""
+    rows = model_rows(sim)
+    captured = as_captured(rows)
+    out = []
+    for k, (row, cap) in enumerate(zip(rows, captured, strict=True)):
+        assert row.event_id is not None
+        pushed = LATE_MS * len(sim.segment_paths[row.event_id])
+        extra = extra_ms if k == len(rows) - 1 else 0.0
+        out.append(
+            msgspec.structs.replace(
+                cap,
+                t_ms=cap.t_ms + pushed + extra,
+                late_ms=LATE_MS if measured else 0.0,
+            )
+        )
+    return out
+
+
+def _compare(sim: Simulation, rows: list[CapturedRow]) -> packets.PacketComparison:
+    starts = {i: t for i, t in model_starts(sim).items() if i}
+    return packets.compare(sim, rows, starts)
+
+
+def test_a_late_backend_unmeasured_is_a_timing_miss() -> None:
+    sim = _sim()
+    comparison = _compare(sim, _late_capture(sim, measured=False))
+    assert comparison.timing_only
+    assert any(isinstance(d, Arrival) and d.late_ms > 0 for d in comparison.disagreements)
+
+
+def test_the_measured_lateness_moves_each_arrival_by_its_path() -> None:
+    sim = _sim()
+    comparison = _compare(sim, _late_capture(sim, measured=True))
+    assert comparison.disagreements == ()
+    late = packets.backend_lateness(comparison.pairs)
+    assert late and set(late.values()) == {LATE_MS}
+
+
+def test_lateness_beyond_the_measured_is_still_judged() -> None:
+    """The last segment's arrival a band and a millisecond later than its path's measured
+    lateness: an arrival outside its band, whose sentence names the lateness it counted."""
+    sim = _sim()
+    last = model_rows(sim)[-1]
+    rows = _late_capture(sim, measured=True, extra_ms=last.band_ms + 1.0)
+    (miss,) = _compare(sim, rows).disagreements
+    assert isinstance(miss, Arrival)
+    assert miss.backend_late_ms == LATE_MS * (len(last.path_before) + 1)
+    assert 0.9 < miss.late_ms < 1.1
+    assert f"with the {miss.backend_late_ms:.2f} ms the delayer measured itself late" in (
+        miss.sentence()
+    )
+
+
+def test_a_headline_is_judged_with_the_lateness_on_its_critical_path() -> None:
+    sim = _sim()
+    (planned,) = plan(find_lab("handshake"), "plain", 2, {}, delay_ms=DELAY_MS).scenarios
+    by_id = {e.id: e for e in sim.events}
+    measurements = []
+    for p in sim.predictions:
+        late = LATE_MS * len(path_segments(p.path, by_id))  # each hop's release, in turn
+        measurements.append(
+            Measurement(p.i, p.predicted_ms + late + p.tolerance_ms / 2, 0.0, 0.0, start_ms=None)
+        )
+    scenario = ScenarioResult(planned, sim, measurements)
+    starts = model_starts(sim)
+    for m in scenario.measurements:
+        m.start_ms = starts[m.i]
+    scenario.captured = _late_capture(sim, measured=True)
+    scenario.compare_packets()
+    assert scenario.disagreements == ()
+    for m, p in zip(scenario.measurements, sim.predictions, strict=True):
+        assert m.backend_late_ms == LATE_MS * len(path_segments(p.path, by_id)) > 0
+        assert m.ok, (m.measured_ms, m.expected_ms, m.tolerance_ms)
+        assert m.measured_ms is not None and m.measured_ms - m.predicted_ms > m.tolerance_ms
