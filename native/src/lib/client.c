@@ -476,13 +476,13 @@ int tfl_run_client(const struct tfl_client_config *cfg, struct tfl_sample *sampl
                         ? (size_t)cfg->payload_bytes
                         : (size_t)cfg->first_write_bytes + (size_t)cfg->second_write_bytes;
     r.expected_len = cfg->response_bytes > 0 ? (size_t)cfg->response_bytes : r.request_len;
-    r.request = malloc(r.request_len);
+    r.request = tfl_payload_alloc(r.request_len);
     r.expected = malloc(r.expected_len);
-    r.response = malloc(r.expected_len);
+    r.response = tfl_payload_alloc(r.expected_len);
     if (r.request == NULL || r.expected == NULL || r.response == NULL) {
-        free(r.request);
+        tfl_payload_free(r.request, r.request_len);
         free(r.expected);
-        free(r.response);
+        tfl_payload_free(r.response, r.expected_len);
         tfl_set_err(err, errlen, "out of memory for a %zu-byte request and a %zu-byte answer",
                     r.request_len, r.expected_len);
         return -1;
@@ -494,8 +494,8 @@ int tfl_run_client(const struct tfl_client_config *cfg, struct tfl_sample *sampl
     for (int c = 1; c <= cfg->connections; c++)
         used += run_connection(&r, c, samples + used);
     *count = used;
-    free(r.request);
+    tfl_payload_free(r.request, r.request_len);
     free(r.expected);
-    free(r.response);
+    tfl_payload_free(r.response, r.expected_len);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "internal.h"
@@ -25,6 +26,44 @@ void tfl_fill_line(char *buf, size_t len)
     for (size_t i = 0; i + 1 < len; i++)
         buf[i] = (char)('a' + (char)(i % 26));
     buf[len - 1] = '\n';
+}
+
+#define HUGE_PAGE (2u << 20)
+
+/* Whole huge pages: only a 2 MiB-aligned 2 MiB range can be backed by one. */
+static size_t payload_span(size_t len)
+{
+    return (len / HUGE_PAGE + 1) * HUGE_PAGE;
+}
+
+char *tfl_payload_alloc(size_t len)
+{
+    size_t span = payload_span(len);
+    /* One huge page's alignment is needed for one to back it: map a page more and
+     * trim the ends. */
+    size_t mapped = span + HUGE_PAGE;
+    char *raw = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    uintptr_t start = ((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    char *buf = (char *)start;
+    size_t head = (size_t)(buf - raw), tail = mapped - head - span;
+    /* munmap of a range we mapped cannot fail but for a bad range: checked anyway */
+    if ((head && munmap(raw, head) != 0) || (tail && munmap(buf + span, tail) != 0)) {
+        munmap(raw, mapped);
+        return NULL;
+    }
+    /* EINVAL: a kernel without transparent huge pages; 4 KiB pages serve then */
+    if (madvise(buf, span, MADV_HUGEPAGE) != 0 && errno != EINVAL)
+        fprintf(stderr, "tfolab: madvise(MADV_HUGEPAGE): %s\n", tfl_errno_name(errno));
+    memset(buf, 0, span);
+    return buf;
+}
+
+void tfl_payload_free(char *buf, size_t len)
+{
+    if (buf != NULL && munmap(buf, payload_span(len)) != 0)
+        fprintf(stderr, "tfolab: munmap: %s\n", tfl_errno_name(errno));
 }
 
 int64_t tfl_now_ns(void)
