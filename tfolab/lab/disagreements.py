@@ -187,6 +187,11 @@ class Arrival:
     def _backend_words(self) -> str:
         if abs(self.backend_late_ms) < 0.005:
             return ""
+        if self.backend_late_ms < 0:  # the start's path was the later one
+            return (
+                f" (less the {-self.backend_late_ms:.2f} ms the delayer measured itself late "
+                "on the iteration's start's path)"
+            )
         return (
             f" (with the {self.backend_late_ms:.2f} ms the delayer measured itself late "
             "on its path)"

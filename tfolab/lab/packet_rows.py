@@ -35,6 +35,7 @@ from tfolab.model.captured import CapturedRow
 from tfolab.model.events import Side
 from tfolab.model.late_ack import late_arrivals
 from tfolab.model.options import TcpOption, Timestamps, comparable, labels
+from tfolab.model.predict import DelayedPath
 
 # A row of a delayed-ACK race with a late outcome (model/late_ack.py): "early" is the
 # optional ACK before the FIN, "late" the ACK after it and "answer" what answers that.
@@ -76,9 +77,12 @@ class Row:
     event_id: int | None = None  # the model's Segment this row states
     captured_index: int | None = None  # the captured row this row states
     lost: bool = False  # the path lost it (the `drop` setting): stamped when its delay ended
-    # the model's: the delayed segments before it on its path since its iteration's start,
-    # by event id (Simulation.segment_paths), whose measured lateness moves its arrival
+    # the model's: the delayed segments whose measured lateness moves its arrival, by event
+    # id (Simulation.segment_paths): later, those on its chain before it and not on its
+    # iteration's start's; earlier, those on the start's only
     path_before: tuple[int, ...] = ()
+    start_only: tuple[int, ...] = ()
+    own_late: bool = True  # its own release too (False: it is on the start's chain)
     # the capture's: how late the delay backend released it (CapturedRow.late_ms)
     late_ms: float = 0.0
 
@@ -172,12 +176,18 @@ def model_rows(sim: Simulation) -> list[Row]:
             psh_either=s.psh_race,
             event_id=s.id,
             lost=s.lost,
-            path_before=sim.segment_paths.get(s.id, ())[:-1],
+            path_before=tuple(i for i in _delayed(sim, s.id).on if i != s.id),
+            start_only=_delayed(sim, s.id).start_only,
+            own_late=s.id in _delayed(sim, s.id).on,
         )
         for s in chosen
         if s.connection in number
     ]
     return _with_late_arrivals(sim, _with_race_acks(sim, rows))
+
+
+def _delayed(sim: Simulation, segment_id: int) -> DelayedPath:
+    return sim.segment_paths.get(segment_id, DelayedPath((segment_id,)))
 
 
 def captured_rows(captured: Sequence[CapturedRow]) -> list[Row]:

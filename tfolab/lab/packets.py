@@ -941,7 +941,8 @@ def _matched(
 ) -> Disagreement | None:
     """What is wrong with a segment both sides sent alike: its window, or its arrival.
     `late` (backend_lateness): the model's arrival moves by what the delay backend
-    measured on the segment's path, its own release included (Row.path_before)."""
+    measured on the segment's path, its own release included (Row.path_before), less
+    what it measured on the start's alone (Row.start_only)."""
     allowed = ours.windows_for(theirs)
     if ours.window is not None and theirs.window is not None and theirs.window not in allowed:
         at = clocks.moment(theirs, ours.iteration, kernel=True)
@@ -951,7 +952,9 @@ def _matched(
         return None
     backend_ms = 0.0
     if late is not None:
-        backend_ms = theirs.late_ms + sum(late.get(i, 0.0) for i in ours.path_before)
+        backend_ms = theirs.late_ms if ours.own_late else 0.0
+        backend_ms += sum(late.get(i, 0.0) for i in ours.path_before)
+        backend_ms -= sum(late.get(i, 0.0) for i in ours.start_only)
     kernel_ms, model_ms = times[0], times[1] + backend_ms
     if abs(kernel_ms - model_ms) > ours.band_ms:
         return Arrival(ours, theirs, ours.iteration, kernel_ms, model_ms, ours.band_ms, backend_ms)

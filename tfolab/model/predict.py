@@ -16,10 +16,11 @@ Rules:
 - Every segment has a band of its own, built the same way from its own
   causal chain back to its iteration's start (`segment_bands`): what its path
   can add, never another segment's.
-- The segments each band counts are named too (`segment_paths`): where the
-  delay backend measured how late it released each of them, the comparison
-  moves the prediction by that (the backend's own error, measured), and the
-  band keeps its width.
+- The delayed segments behind each segment are named too (`segment_paths`):
+  where the delay backend measured how late it released each of them, the
+  comparison moves the prediction by that (the backend's own error,
+  measured): later by those on its own chain, earlier by those only on its
+  iteration's start's. The band keeps its width.
 - The explanation names the path: "4D: SYN, SYN-ACK, request, response", or
   "4D + delayed ACK (40-44 ms at HZ=250): write 1, [server delayed-ACK timer
   44.0 ms], ACK, write 2, echo".
@@ -28,6 +29,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 from tfolab.model.events import Event, Segment, Timer
 
@@ -170,9 +172,10 @@ def segment_bands(
     backend's per-packet error (the segment's own one included), and the
     host overhead is added once. A fired timer further back adds its ticks too
     where the start is not downstream of it: the start does not move with it; and
-    for a segment the start does not lead to, so do the timers on the start's own
-    path that are not on the segment's: the segment does not move with them (in
-    all, the timers on either path after where the two meet).
+    for a segment the start does not lead to, so do the timers and the delayed
+    segments on the start's own path that are not on the segment's: the segment
+    does not move with them (in all, the timers and segments on either path after
+    where the two meet).
     """
     by_id = {e.id: e for e in events}
     starts = {p.i: by_id[p.path[0]].time_ms for p in predictions if p.path}
@@ -188,11 +191,15 @@ def segment_bands(
         start_path = shared.get(event.iteration, set())
         if start_path and not start_path <= own:
             # a segment the start does not lead to (a SYN lost before the connection the
-            # iteration times): the start's own timers move the start against it
+            # iteration times, a write-write-read round's handshake): the start's own
+            # timers and delayed segments move the start against it
             timers += sum(
                 _band_ticks(e)
                 for i in start_path - own
                 if isinstance(e := by_id[i], Timer) and e.action == "fired"
+            )
+            segments += sum(
+                1 for i in start_path - own if isinstance(e := by_id[i], Segment) and not e.lost
             )
         current: Event | None = event
         while current is not None:
@@ -220,26 +227,40 @@ def segment_bands(
     return bands
 
 
+class DelayedPath(NamedTuple):
+    """The delayed segments whose measured lateness moves a segment's arrival against its
+    iteration's measured start, by event id: `on` its own causal chain and not the
+    start's (itself included: they make it later), `start_only` the start's and not its
+    own (they make the start later: a segment sent before it, a handshake's SYN before a
+    write-write-read round, arrives earlier against it)."""
+
+    on: tuple[int, ...]
+    start_only: tuple[int, ...] = ()
+
+
 def segment_paths(
     events: tuple[Event, ...], predictions: tuple[IterationPrediction, ...]
-) -> dict[int, tuple[int, ...]]:
-    """Each segment's delayed segments since its iteration's start, by event id, itself
-    included, in path order: the ones its band counts (segment_bands), whose measured
-    lateness moves its arrival."""
+) -> dict[int, DelayedPath]:
+    """Each segment's DelayedPath: its causal chain's delayed segments against its
+    iteration's start event's (the headline's first; none for the setup)."""
     by_id = {e.id: e for e in events}
-    starts = {p.i: by_id[p.path[0]].time_ms for p in predictions if p.path}
-    paths: dict[int, tuple[int, ...]] = {}
+    chains: dict[int, frozenset[int]] = {}
+    for event in events:  # in time order: each cause before what it caused
+        parent = (
+            chains.get(event.caused_by, frozenset()) if event.caused_by is not None else frozenset()
+        )
+        delayed = isinstance(event, Segment) and not event.lost
+        chains[event.id] = parent | {event.id} if delayed else parent
+    start_chain = {p.i: chains.get(p.path[0], frozenset()) for p in predictions if p.path}
+    paths: dict[int, DelayedPath] = {}
     for event in events:
         if not isinstance(event, Segment):
             continue
-        start = starts.get(event.iteration, 0.0)
-        on_path: list[int] = []
-        current: Event | None = event
-        while current is not None and current.time_ms >= start:
-            if isinstance(current, Segment) and not current.lost:
-                on_path.append(current.id)
-            current = by_id[current.caused_by] if current.caused_by is not None else None
-        paths[event.id] = tuple(reversed(on_path))
+        own, start = chains[event.id], start_chain.get(event.iteration, frozenset())
+        paths[event.id] = DelayedPath(
+            tuple(sorted(own - start, key=lambda i: by_id[i].time_ms)),
+            tuple(sorted(start - own, key=lambda i: by_id[i].time_ms)),
+        )
     return paths
 
 

@@ -35,6 +35,7 @@ from tfolab.model.page_frag import PageWrite
 from tfolab.model.path import LossNotFollowed
 from tfolab.model.predict import (
     Accuracy,
+    DelayedPath,
     IterationPrediction,
     predict,
     segment_bands,
@@ -98,8 +99,9 @@ class Simulation:
     receive_memory: ReceiveMemory = LINUX_DEFAULT
     # each segment's own arrival band in ms, by event id (predict.segment_bands)
     segment_bands: dict[int, float] = dataclasses.field(default_factory=dict)
-    # the delayed segments each band counts, by event id (predict.segment_paths)
-    segment_paths: dict[int, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+    # the delayed segments whose lateness moves each segment, by event id
+    # (predict.segment_paths)
+    segment_paths: dict[int, DelayedPath] = dataclasses.field(default_factory=dict)
     latest_app_first: bool = False  # the other order of two applications woken at once
     # D = 0: where a woken reader may take its socket before its peer sends more
     # (loop.LockPoint), and the ones this timeline takes there (backlog.py)
