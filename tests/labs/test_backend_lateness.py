@@ -99,7 +99,9 @@ def test_lateness_beyond_the_measured_is_still_judged(
     sim = _sim(lab, scenario, iterations)
     last = model_rows(sim)[-1]
     rows = _late_capture(sim, measured=True, extra_ms=last.band_ms + 1.0)
-    (miss,) = _compare(sim, rows).disagreements
+    found = _compare(sim, rows).disagreements
+    assert len(found) == 1, [d.sentence() for d in found]
+    miss = found[0]
     assert isinstance(miss, Arrival)
     own = len(last.path_before) + last.own_late - len(last.start_only)
     assert miss.backend_late_ms == LATE_MS * own
