@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,16 +55,30 @@ static void put32(unsigned char *p, uint32_t v)
     memcpy(p, &v, sizeof v); /* host order: the magic number tells readers which */
 }
 
+/* An inherited descriptor `option` names: open for writing, then close-on-exec; exits 2
+ * with the reason and `example` when it is not. */
+static void take_writable(int fd, const char *option, const char *example)
+{
+    char fix[96], what[64];
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0) {
+        snprintf(fix, sizeof fix, "open that descriptor for writing first, e.g. %s", example);
+        fail_setup(option, errno, fix);
+    }
+    if ((flags & O_ACCMODE) == O_RDONLY) {
+        snprintf(fix, sizeof fix, "open that descriptor for writing, e.g. %s", example);
+        fail_setup(option, EBADF, fix);
+    }
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+        snprintf(what, sizeof what, "fcntl(FD_CLOEXEC) on %s", option);
+        fail_setup(what, errno, "report this as a bug");
+    }
+}
+
 void recorder_open(struct recorder *r, int fd)
 {
     *r = (struct recorder){ .fd = -1, .late_fd = -1 };
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0)
-        fail_setup("--record-fd", errno, "open that descriptor for writing first, e.g. 3>lab.pcap");
-    if ((flags & O_ACCMODE) == O_RDONLY)
-        fail_setup("--record-fd", EBADF, "open that descriptor for writing, e.g. 3>lab.pcap");
-    if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
-        fail_setup("fcntl(FD_CLOEXEC) on --record-fd", errno, "report this as a bug");
+    take_writable(fd, "--record-fd", "3>lab.pcap");
     unsigned char header[24];
     put32(header, PCAP_MAGIC_NS);
     uint16_t major = 2, minor = 4;
@@ -100,13 +115,7 @@ static bool reserve(struct recorder *r, size_t more)
 
 void recorder_keep_lateness(struct recorder *r, int fd)
 {
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0)
-        fail_setup("--late-record-fd", errno, "open that descriptor for writing first");
-    if ((flags & O_ACCMODE) == O_RDONLY)
-        fail_setup("--late-record-fd", EBADF, "open that descriptor for writing");
-    if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
-        fail_setup("fcntl(FD_CLOEXEC) on --late-record-fd", errno, "report this as a bug");
+    take_writable(fd, "--late-record-fd", "5>late.bin");
     r->late_fd = fd;
 }
 

@@ -25,7 +25,7 @@ from tfolab.lab.prediction import accuracy_for
 from tfolab.lab.results import Measurement, ScenarioResult
 from tfolab.model import Simulation
 from tfolab.model.captured import CapturedRow
-from tfolab.model.predict import path_segments
+from tfolab.model.predict import path_segments, segment_paths
 
 DELAY_MS = 166.0
 LATE_MS = 2.0  # each release after its due time (CI's host: about 1 ms)
@@ -51,7 +51,7 @@ def _late_capture(sim: Simulation, *, measured: bool, extra_ms: float = 0.0) -> 
     out = []
     for k, (row, cap) in enumerate(zip(rows, captured, strict=True)):
         assert row.event_id is not None
-        path = sim.segment_paths[row.event_id]
+        path = segment_paths(sim.events, sim.predictions)[row.event_id]
         pushed = LATE_MS * (len(path.on) - len(path.start_only))
         extra = extra_ms if k == len(rows) - 1 else 0.0
         out.append(

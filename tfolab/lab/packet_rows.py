@@ -14,7 +14,7 @@ Rules:
   its index in the scenario's captured list (`captured_index`).
 - A captured row carries how late the delay backend released it, where the
   backend measured that (tfo-delay), and a model row the delayed segments on
-  its path (Simulation.segment_paths): the comparison moves the model's
+  its path (model.predict.segment_paths): the comparison moves the model's
   arrival by what the backend measured along that path.
 - The model's rows also carry what the comparison may forgive, each named by
   the kernel race behind it: an optional ACK (a timer that may win, or an ACK
@@ -35,7 +35,7 @@ from tfolab.model.captured import CapturedRow
 from tfolab.model.events import Side
 from tfolab.model.late_ack import late_arrivals
 from tfolab.model.options import TcpOption, Timestamps, comparable, labels
-from tfolab.model.predict import DelayedPath
+from tfolab.model.predict import segment_paths
 
 # A row of a delayed-ACK race with a late outcome (model/late_ack.py): "early" is the
 # optional ACK before the FIN, "late" the ACK after it and "answer" what answers that.
@@ -78,7 +78,7 @@ class Row:
     captured_index: int | None = None  # the captured row this row states
     lost: bool = False  # the path lost it (the `drop` setting): stamped when its delay ended
     # the model's: the delayed segments whose measured lateness moves its arrival, by event
-    # id (Simulation.segment_paths): later, those on its chain before it and not on its
+    # id (model.predict.segment_paths): later, those on its chain before it and not on its
     # iteration's start's; earlier, those on the start's only
     path_before: tuple[int, ...] = ()
     start_only: tuple[int, ...] = ()
@@ -156,6 +156,7 @@ def model_rows(sim: Simulation) -> list[Row]:
     with each race's other outcomes beside the segments they race."""
     chosen = _measured_segments(sim)
     number = _row_numbering(chosen)
+    delayed = segment_paths(sim.events, sim.predictions)
     rows = [
         Row(
             number[s.connection],
@@ -176,18 +177,14 @@ def model_rows(sim: Simulation) -> list[Row]:
             psh_either=s.psh_race,
             event_id=s.id,
             lost=s.lost,
-            path_before=tuple(i for i in _delayed(sim, s.id).on if i != s.id),
-            start_only=_delayed(sim, s.id).start_only,
-            own_late=s.id in _delayed(sim, s.id).on,
+            path_before=tuple(i for i in delayed[s.id].on if i != s.id),
+            start_only=delayed[s.id].start_only,
+            own_late=s.id in delayed[s.id].on,
         )
         for s in chosen
         if s.connection in number
     ]
     return _with_late_arrivals(sim, _with_race_acks(sim, rows))
-
-
-def _delayed(sim: Simulation, segment_id: int) -> DelayedPath:
-    return sim.segment_paths.get(segment_id, DelayedPath((segment_id,)))
 
 
 def captured_rows(captured: Sequence[CapturedRow]) -> list[Row]:

@@ -242,8 +242,8 @@ def segment_paths(
     events: tuple[Event, ...], predictions: tuple[IterationPrediction, ...]
 ) -> dict[int, DelayedPath]:
     """Each segment's DelayedPath: its causal chain's delayed segments against its
-    iteration's start event's (the headline's first; none for the setup)."""
-    by_id = {e.id: e for e in events}
+    iteration's start event's (the headline's first; none for the setup). Computed where
+    a capture is compared (packet_rows.model_rows), not with every simulation."""
     chains: dict[int, frozenset[int]] = {}
     for event in events:  # in time order: each cause before what it caused
         parent = (
@@ -257,10 +257,7 @@ def segment_paths(
         if not isinstance(event, Segment):
             continue
         own, start = chains[event.id], start_chain.get(event.iteration, frozenset())
-        paths[event.id] = DelayedPath(
-            tuple(sorted(own - start, key=lambda i: by_id[i].time_ms)),
-            tuple(sorted(start - own, key=lambda i: by_id[i].time_ms)),
-        )
+        paths[event.id] = DelayedPath(tuple(own - start), tuple(start - own))
     return paths
 
 

@@ -35,11 +35,9 @@ from tfolab.model.page_frag import PageWrite
 from tfolab.model.path import LossNotFollowed
 from tfolab.model.predict import (
     Accuracy,
-    DelayedPath,
     IterationPrediction,
     predict,
     segment_bands,
-    segment_paths,
 )
 from tfolab.model.rcv_space import LINUX_DEFAULT, ReceiveMemory
 from tfolab.model.scenario import MAX_DELAY_MS, MAX_ITERATIONS, ScenarioConfig, SettingError
@@ -99,9 +97,6 @@ class Simulation:
     receive_memory: ReceiveMemory = LINUX_DEFAULT
     # each segment's own arrival band in ms, by event id (predict.segment_bands)
     segment_bands: dict[int, float] = dataclasses.field(default_factory=dict)
-    # the delayed segments whose lateness moves each segment, by event id
-    # (predict.segment_paths)
-    segment_paths: dict[int, DelayedPath] = dataclasses.field(default_factory=dict)
     latest_app_first: bool = False  # the other order of two applications woken at once
     # D = 0: where a woken reader may take its socket before its peer sends more
     # (loop.LockPoint), and the ones this timeline takes there (backlog.py)
@@ -247,7 +242,6 @@ def simulate(
         receive_space_bytes=receive_space_bytes,
         receive_memory=receive_memory,
         segment_bands=segment_bands(events, predictions, hz=hz, accuracy=accuracy),
-        segment_paths=segment_paths(events, predictions),
         latest_app_first=latest_app_first,
         lock_points=tuple(world.lock_points),
         lock_early=lock_early,
