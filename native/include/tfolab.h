@@ -33,7 +33,7 @@ extern "C" {
 #define TFL_API
 #endif
 
-#define TFL_ABI_VERSION 5
+#define TFL_ABI_VERSION 6
 
 /* Limits (documented in --help of the executables). */
 #define TFL_HOST_MAX 64                  /* host / bind address, incl. NUL  */
@@ -103,7 +103,7 @@ struct tfl_sample {
     int32_t error_errno;         /* errno of the failed call, 0 if none       */
     char errno_name[24];         /* "ECONNREFUSED", "ETIMEDOUT", "EOF", ""    */
     char failed_call[16];        /* "connect", "sendto", "recv", ... or ""    */
-    int32_t reserved;            /* 0 */
+    int32_t local_port;          /* the connection's own port once connected, else 0 */
 };
 
 struct tfl_server_config {
@@ -118,6 +118,20 @@ struct tfl_server_config {
                                       line with tfl_fill_line's N bytes (1..TFL_MAX_PAYLOAD) */
     char congestion[TFL_CC_MAX];   /* TCP_CONGESTION on the listener (its children inherit
                                       it); "" = the namespace's default */
+    int32_t stamp_fd;              /* >= 0: one struct tfl_call_stamp per recv() that
+                                      returned, send call and close(), written as each
+                                      happens; -1 (tfl_server_config_init): none */
+};
+
+/*
+ * One application call of the server, stamped on CLOCK_MONOTONIC (the clock of the
+ * client's samples and of the lab's captures) just before the call was made.
+ */
+enum tfl_call { TFL_CALL_READ = 1, TFL_CALL_WRITE = 2, TFL_CALL_CLOSE = 3 };
+struct tfl_call_stamp {
+    int64_t ns;
+    int32_t peer_port;             /* the client's port: which connection */
+    int32_t call;                  /* enum tfl_call */
 };
 
 /*

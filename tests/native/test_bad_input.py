@@ -28,6 +28,8 @@ SERVER_CASES = [
     (["--bind", "a" * 5000], "is too long"),
     (["--quickack=yes"], "--quickack takes no value"),
     (["--max-conns", "x"], "--max-conns 'x' is not a number"),
+    (["--stamp-fd", "999"], "--stamp-fd 999 is not a descriptor open for writing"),
+    (["--stamp-fd", "-1"], "--stamp-fd -1 is out of range"),
 ]
 CLIENT_CASES = [
     ([], "missing --connect HOST:PORT"),

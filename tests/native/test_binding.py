@@ -36,7 +36,7 @@ def test_library_loads_with_matching_abi_and_struct_sizes() -> None:
     assert lib.tfl_abi_version() == native.ABI_VERSION
     assert lib.tfl_sizeof_client_config() == ctypes.sizeof(native.CClientConfig) == 140
     assert lib.tfl_sizeof_sample() == ctypes.sizeof(native.CSample) == 120
-    assert lib.tfl_sizeof_server_config() == ctypes.sizeof(native.CServerConfig) == 108
+    assert lib.tfl_sizeof_server_config() == ctypes.sizeof(native.CServerConfig) == 112
     assert lib.tfl_sizeof_server_stats() == ctypes.sizeof(native.CServerStats) == 32
     assert lib.tfl_errno_name(111) == b"ECONNREFUSED"
     assert lib.tfl_errno_name(4242) == b"E4242"

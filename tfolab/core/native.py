@@ -37,7 +37,7 @@ __all__ = [
     "run_client",
 ]
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 HOST_MAX = 64
 CC_MAX = 16  # TFL_CC_MAX: a congestion control name, incl. NUL
 MAX_PAYLOAD = 1024 * 1024
@@ -99,7 +99,7 @@ class CSample(ctypes.Structure):
         ("error_errno", ctypes.c_int32),
         ("errno_name", ctypes.c_char * 24),
         ("failed_call", ctypes.c_char * 16),
-        ("reserved", ctypes.c_int32),
+        ("local_port", ctypes.c_int32),
     ]
 
 
@@ -116,6 +116,7 @@ class CServerConfig(ctypes.Structure):
         ("max_conns", ctypes.c_int32),
         ("response_bytes", ctypes.c_int32),
         ("congestion", ctypes.c_char * CC_MAX),
+        ("stamp_fd", ctypes.c_int32),
     ]
 
 
@@ -229,6 +230,7 @@ class Sample:
     close_ns: int
     syn_data_acked: bool
     error: str | None
+    local_port: int = 0  # the connection's own port once connected (0: never connected)
 
     @property
     def connect_ms(self) -> float:
@@ -396,6 +398,7 @@ def _sample(raw: CSample) -> Sample:
         close_ns=raw.close_ns,
         syn_data_acked=bool(raw.syn_data_acked),
         error=error,
+        local_port=raw.local_port,
     )
 
 

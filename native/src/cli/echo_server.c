@@ -7,6 +7,9 @@
  * SIGUSR1 prints one line "STATS accepted=A requests=R bytes=B closed=C" on
  * stdout: what the application did so far (a signal handler, async-signal-safe:
  * it formats the numbers itself and calls write() once).
+ * --stamp-fd N: an inherited descriptor, open for writing, that receives one
+ * struct tfl_call_stamp per read, send and close (the applications' own
+ * wake-ups, which the lab compares beside its capture).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,6 +51,9 @@ static const char usage[] =
     "  --nodelay          set TCP_NODELAY on accepted connections (no Nagle)\n"
     "  --max-conns N      exit after N connections have closed, 0 = never (default 0)\n"
     "  --die-with-parent  exit when the process that started this one exits\n"
+    "  --stamp-fd N       write one 16-byte struct tfl_call_stamp (CLOCK_MONOTONIC ns,\n"
+    "                     the client's port, 1 read / 2 write / 3 close) per call to\n"
+    "                     the inherited descriptor N, open for writing\n"
     "  --help             show this help\n"
     "\n"
     "SIGUSR1 prints 'STATS accepted=A requests=R bytes=B closed=C' on stdout: the\n"
@@ -58,7 +64,7 @@ static const char usage[] =
     "example: tfo-echo-server --port 5000 --tfo 16 --mode line\n";
 
 enum { OPT_CONGESTION, OPT_BIND, OPT_PORT, OPT_TFO, OPT_MODE, OPT_RESPONSE_BYTES, OPT_QUICKACK,
-       OPT_NODELAY, OPT_MAX_CONNS, OPT_DIE_WITH_PARENT };
+       OPT_NODELAY, OPT_MAX_CONNS, OPT_DIE_WITH_PARENT, OPT_STAMP_FD };
 
 static const struct args_option options[] = {
     {"--help", ARGS_FLAG, NULL, ARGS_HELP},
@@ -73,6 +79,7 @@ static const struct args_option options[] = {
     {"--nodelay", ARGS_FLAG, NULL, OPT_NODELAY},
     {"--max-conns", ARGS_VALUE, "10", OPT_MAX_CONNS},
     {"--die-with-parent", ARGS_FLAG, NULL, OPT_DIE_WITH_PARENT},
+    {"--stamp-fd", ARGS_VALUE, "3", OPT_STAMP_FD},
     {NULL, ARGS_FLAG, NULL, 0},
 };
 
@@ -127,7 +134,20 @@ static void parse(int argc, char **argv, struct tfl_server_config *cfg, int *die
         case OPT_DIE_WITH_PARENT:
             *die_with_parent = 1;
             break;
+        case OPT_STAMP_FD:
+            cfg->stamp_fd = (int32_t)args_long(&a, "--stamp-fd", v, 0, 1000000);
+            break;
         }
+    }
+    if (cfg->stamp_fd >= 0) {
+        int flags = fcntl(cfg->stamp_fd, F_GETFL);
+        if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
+            args_fail(&a, "--stamp-fd %d is not a descriptor open for writing: open one, "
+                          "e.g. 3>stamps.bin",
+                      (int)cfg->stamp_fd);
+        if (fcntl(cfg->stamp_fd, F_SETFD, FD_CLOEXEC) != 0)
+            args_fail(&a, "--stamp-fd %d: fcntl(FD_CLOEXEC): %s", (int)cfg->stamp_fd,
+                      strerror(errno));
     }
     if (cfg->response_bytes > 0 && cfg->mode != TFL_MODE_LINE)
         args_fail(&a, "--response-bytes answers lines: add --mode line");

@@ -10,6 +10,7 @@
  * return, first and last response byte).
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -332,6 +333,14 @@ static int run_iteration(struct client_run *r, int fd, int first_iteration,
                 return -1;
             }
         }
+        struct sockaddr_storage own;
+        socklen_t own_len = sizeof own;
+        if (getsockname(fd, (struct sockaddr *)&own, &own_len) != 0) {
+            record_failure(s, "getsockname", errno);
+            return -1;
+        }
+        s->local_port = own.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&own)->sin6_port)
+                                                  : ntohs(((struct sockaddr_in *)&own)->sin_port);
     }
     for (int i = next_piece; i < n_pieces; i++) {
         s->write_ns[i] = tfl_now_ns();
@@ -425,6 +434,7 @@ static size_t run_connection(struct client_run *r, int connection, struct tfl_sa
         struct tfl_sample *s = &samples[it - 1];
         if (it > 1) {
             init_sample(s, connection, it);
+            s->local_port = samples[0].local_port;
             used++;
         }
         int rc = run_iteration(r, fd, it == 1, s);

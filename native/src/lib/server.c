@@ -20,9 +20,16 @@
  * other than the peer going away. What the application did is counted in
  * struct tfl_server_stats (tfl_server_run_counted): connections accepted,
  * requests received (lines, HTTP heads, or data reads in echo mode).
+ * Where cfg->stamp_fd >= 0, each recv() that returned data or end of file, each
+ * send call and each close() is stamped (struct tfl_call_stamp: the time taken
+ * just before the call, written just after it, so the stamp never delays what
+ * the call sends); a stamp that cannot be written ends the run with an error
+ * (the lab reads the applications' own wake-ups from them: a missing one would
+ * be a silent gap).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
@@ -50,6 +57,7 @@ struct buffer {
 
 struct conn {
     int fd;
+    int peer_port;       /* the client's port, for the call stamps */
     uint32_t events;     /* current epoll interest */
     int read_eof;        /* peer sent FIN */
     int closing;         /* close once out is flushed */
@@ -69,6 +77,7 @@ struct server {
     int accept_paused;
     int done;
     long closed;
+    int stamp_errno;                /* a call stamp could not be written: the run ends */
     struct tfl_server_stats *stats; /* never NULL: a local one when the caller has none */
     struct conn *conns;
     char *answer;   /* line mode with response_bytes: every line's answer, else NULL */
@@ -83,6 +92,7 @@ void tfl_server_config_init(struct tfl_server_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     tfl_copy_str(cfg->bind_addr, sizeof cfg->bind_addr, "127.0.0.1");
     cfg->mode = TFL_MODE_ECHO;
+    cfg->stamp_fd = -1;
 }
 
 /* Make room for `more` bytes, growing up to limit; -1 if it would exceed it. */
@@ -120,6 +130,22 @@ static void buffer_consume(struct buffer *b, size_t n)
     b->len -= n;
 }
 
+/* Write one call stamp (see the rules above); the first failure ends the run. */
+static void stamp_call(struct server *srv, const struct conn *c, int call, int64_t ns)
+{
+    if (srv->cfg->stamp_fd < 0 || srv->stamp_errno != 0)
+        return;
+    struct tfl_call_stamp stamp = {.ns = ns, .peer_port = c->peer_port, .call = call};
+    ssize_t n;
+    do {
+        n = write(srv->cfg->stamp_fd, &stamp, sizeof stamp);
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof stamp) {
+        srv->stamp_errno = n < 0 ? errno : EIO;
+        srv->done = 1;
+    }
+}
+
 static void log_drop(const struct conn *c, const char *why)
 {
     fprintf(stderr, "tfolab server: dropped connection (fd %d): %s\n", c->fd, why);
@@ -128,8 +154,10 @@ static void log_drop(const struct conn *c, const char *why)
 static void conn_close(struct server *srv, struct conn *c)
 {
     /* Closing the fd removes it from the epoll set; EINTR still frees it on Linux. */
+    int64_t called = tfl_now_ns();
     if (close(c->fd) != 0 && errno != EINTR)
         fprintf(stderr, "tfolab server: close: %s\n", tfl_errno_name(errno));
+    stamp_call(srv, c, TFL_CALL_CLOSE, called);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -168,9 +196,13 @@ static int send_answers(struct server *srv, struct conn *c, size_t count)
         iov[i] = (struct iovec){.iov_base = srv->answer, .iov_len = len};
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = in_call};
     ssize_t n;
+    int64_t called = tfl_now_ns();
     do {
         n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
+    int saved = errno;
+    stamp_call(srv, c, TFL_CALL_WRITE, called);
+    errno = saved;
     if (n < 0) {
         if (errno == EPIPE || errno == ECONNRESET)
             return -1;
@@ -273,11 +305,15 @@ static int process_http(struct server *srv, struct conn *c)
 }
 
 /* Send what is pending; -1 when the connection must go. */
-static int flush_out(struct conn *c)
+static int flush_out(struct server *srv, struct conn *c)
 {
     while (c->out_off < c->out.len) {
+        int64_t called = tfl_now_ns();
         ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
                          MSG_NOSIGNAL | MSG_DONTWAIT);
+        int saved = errno;
+        stamp_call(srv, c, TFL_CALL_WRITE, called);
+        errno = saved;
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -307,9 +343,12 @@ static int read_once(struct server *srv, struct conn *c)
         }
     }
     ssize_t n;
+    int64_t called = tfl_now_ns();
     do {
         n = recv(c->fd, chunk, sizeof chunk, MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
+    if (n >= 0)
+        stamp_call(srv, c, TFL_CALL_READ, called);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return 0;
@@ -357,7 +396,7 @@ static void handle_conn(struct server *srv, struct conn *c, uint32_t events)
         conn_close(srv, c);
         return;
     }
-    if (flush_out(c) != 0) {
+    if (flush_out(srv, c) != 0) {
         conn_close(srv, c);
         return;
     }
@@ -377,7 +416,7 @@ static void handle_conn(struct server *srv, struct conn *c, uint32_t events)
     }
 }
 
-static void add_conn(struct server *srv, int fd)
+static void add_conn(struct server *srv, int fd, int peer_port)
 {
     struct conn *c = calloc(1, sizeof *c);
     if (c == NULL) {
@@ -386,6 +425,7 @@ static void add_conn(struct server *srv, int fd)
         return;
     }
     c->fd = fd;
+    c->peer_port = peer_port;
     srv->stats->accepted++;
     c->next = srv->conns;
     if (srv->conns)
@@ -404,7 +444,7 @@ static void add_conn(struct server *srv, int fd)
          * SYN): answer it now instead of waiting for epoll to report it, and a
          * connection served whole here never enters the epoll set at all. */
         c->events = EPOLLIN; /* read_once may read */
-        if (read_once(srv, c) != 0 || flush_out(c) != 0) {
+        if (read_once(srv, c) != 0 || flush_out(srv, c) != 0) {
             conn_close(srv, c);
             return;
         }
@@ -424,9 +464,15 @@ static void add_conn(struct server *srv, int fd)
 static void accept_some(struct server *srv)
 {
     for (int i = 0; i < MAX_EVENTS; i++) {
-        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage peer;
+        socklen_t peer_len = sizeof peer;
+        int fd = accept4(srv->listen_fd, (struct sockaddr *)&peer, &peer_len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            add_conn(srv, fd);
+            int port = peer.ss_family == AF_INET6
+                           ? ntohs(((struct sockaddr_in6 *)&peer)->sin6_port)
+                           : ntohs(((struct sockaddr_in *)&peer)->sin_port);
+            add_conn(srv, fd, port);
             continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -533,6 +579,11 @@ int tfl_server_run_counted(int listen_fd, const struct tfl_server_config *cfg, i
             else
                 handle_conn(&srv, tag, events[i].events);
         }
+    }
+    if (srv.stamp_errno != 0) {
+        rc = -srv.stamp_errno;
+        tfl_set_err(err, errlen, "writing a call stamp to fd %d: %s", (int)cfg->stamp_fd,
+                    tfl_errno_name(srv.stamp_errno));
     }
 out:
     while (srv.conns != NULL) {
