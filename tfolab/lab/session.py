@@ -194,6 +194,7 @@ class _ResultBuilder:
         if scenario is None:
             return
         scenario.captured, scenario.frames = list(event.segments), list(event.frames)
+        scenario.calls = list(event.calls)
         scenario.capture_lost = event.lost
         scenario.compare_packets()
 

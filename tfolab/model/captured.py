@@ -12,6 +12,8 @@ Rules:
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from tfolab.model.events import Side
@@ -49,3 +51,26 @@ class CapturedRow(msgspec.Struct, frozen=True):
         if not self.late_ms:
             del data["late_ms"]  # only a measured lateness is written
         return data  # type: ignore[no-any-return]
+
+
+CallName = Literal["read", "write", "close"]
+
+
+class CapturedCall(msgspec.Struct, frozen=True):
+    """One call an application of the lab made, as the application stamped it: the
+    client's samples (tfolab.core.native.Sample) and the echo server's call stamps
+    (struct tfl_call_stamp), on the capture's clock.
+
+    t_ms: when the call was made (read: the client's when it returned; the server's
+    when it was made), from the scenario's first measured call; connection: numbered as
+    the captured rows are.
+    """
+
+    t_ms: float
+    connection: int
+    side: Side
+    call: CallName
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON contract's `calls` row."""
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]

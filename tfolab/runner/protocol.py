@@ -19,7 +19,7 @@ import struct
 
 import msgspec
 
-from tfolab.model.captured import CapturedRow
+from tfolab.model.captured import CapturedCall, CapturedRow
 from tfolab.model.scenario import ScenarioConfig
 
 __all__ = ["CapturedRow"]  # the Captured event's rows: the model's wire vocabulary
@@ -133,6 +133,8 @@ class Captured(msgspec.Struct, frozen=True, tag="captured", tag_field="event"):
     segments: list[CapturedRow]
     frames: list[tuple[int, bytes]]  # (CLOCK_REALTIME ns, Ethernet frame)
     lost: int = 0
+    # the applications' own calls over the same connections (their wake-ups), where stamped
+    calls: list[CapturedCall] = []
 
 
 class Counters(msgspec.Struct, frozen=True, tag="counters", tag_field="event"):

@@ -31,6 +31,7 @@ from tfolab.model.scenario import (
     ScenarioConfig,
 )
 from tfolab.runner import netns, netstack, replay, settle
+from tfolab.runner.app_calls import ServerStamp, captured_calls, ports_to_connections
 from tfolab.runner.capture import (
     Capture,
     CapturedSegment,
@@ -304,7 +305,13 @@ def measure_scenario(network: LabNetwork, prepared: PreparedScenario, emit: Emit
             tail_ms = network.delay_ms  # the RSTs come 4D after the replay
         if network.capture is not None:
             captured, segments, settled = _captured(
-                network, scenario.name, measured, earlier, tail_ms, lossy=bool(config.drop)
+                network,
+                scenario.name,
+                measured,
+                earlier,
+                tail_ms,
+                lossy=bool(config.drop),
+                server_calls=server.calls,
             )
             if not settled:
                 emit(Note(scenario.name, _measured_open(_settle_s(network.delay_ms))))
@@ -405,11 +412,14 @@ def _captured(
     tail_ms: float = 0.0,
     *,
     lossy: bool = False,
+    server_calls: Callable[[], list[ServerStamp]] | None = None,
 ) -> tuple[Captured, list[CapturedSegment], bool]:
     """Stop the capture once the last segments have crossed the delayed link.
 
     `earlier`: segments of earlier rounds of this capture (a replay restarts it).
     `lossy`: the path drops packets, so a FIN may wait for its probe (settle.py).
+    `server_calls`: reads the echo server's call stamps (here, once its last FIN is
+    captured: tfolab.runner.app_calls), kept beside the client's samples.
     Returns the event, every segment captured (the replay is timed on them), and
     whether every FIN was acknowledged when it stopped.
     """
@@ -429,11 +439,16 @@ def _captured(
     opened = _opened(numbered)
     rows = [row for row in numbered if row.connection in opened]
     renumber = {old: new for new, old in enumerate(sorted({r.connection for r in rows}), 1)}
+    ports = ports_to_connections(
+        (r.segment.src_port if r.sender == "client" else r.segment.dst_port, renumber[r.connection])
+        for r in rows
+    )
     captured = Captured(
         scenario=name,
         segments=[r.to_row(renumber[r.connection]) for r in rows],
         frames=pcap_frames(r.segment for r in rows),
         lost=last.lost,
+        calls=captured_calls(measured, server_calls() if server_calls else [], ports, origin),
     )
     return captured, segments, settled
 

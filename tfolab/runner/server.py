@@ -2,11 +2,14 @@
 
 Rules: the server always runs with --die-with-parent, so it cannot outlive the
 runner; `stop` is idempotent and always reaps the process. `stats()` asks the
-running server what its application did (SIGUSR1: one STATS line on stdout).
+running server what its application did (SIGUSR1: one STATS line on stdout). A
+lab scenario's server stamps its calls into a memory file this process holds
+(`--stamp-fd`, tfolab.runner.app_calls); `calls()` reads them.
 """
 
 from __future__ import annotations
 
+import os
 import selectors
 import signal
 import subprocess
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 
 from tfolab.core.errors import UserError
 from tfolab.model.scenario import ScenarioConfig
+from tfolab.runner.app_calls import ServerStamp, read_stamps
 
 READY_TIMEOUT_S = 5.0
 STATS_TIMEOUT_S = 2.0
@@ -79,6 +83,11 @@ def server_args(executable: str, config: ScenarioConfig) -> list[str]:
 class EchoServer:
     process: subprocess.Popen[str]
     port: int
+    stamp_fd: int | None = None  # the memory file its call stamps go to (None: not stamped)
+
+    def calls(self) -> list[ServerStamp]:
+        """The calls the server stamped so far (none where it does not stamp)."""
+        return read_stamps(self.stamp_fd) if self.stamp_fd is not None else []
 
     def stats(self) -> AppStats:
         """Ask the server (SIGUSR1) for its STATS line; UserError if it does not answer."""
@@ -103,20 +112,32 @@ class EchoServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.stamp_fd is not None:
+            os.close(self.stamp_fd)
+            self.stamp_fd = None
 
 
 def start_server(executable: str, config: ScenarioConfig) -> EchoServer:
-    return start_server_process(server_args(executable, config))
+    """A scenario's echo server, its calls stamped."""
+    stamp_fd = os.memfd_create("tfolab-server-calls", os.MFD_CLOEXEC)
+    try:
+        args = [*server_args(executable, config), "--stamp-fd", str(stamp_fd)]
+        return start_server_process(args, stamp_fd)
+    except BaseException:
+        os.close(stamp_fd)
+        raise
 
 
-def start_server_process(args: list[str]) -> EchoServer:
-    """Start tfo-echo-server with these arguments and wait for its READY line."""
+def start_server_process(args: list[str], stamp_fd: int | None = None) -> EchoServer:
+    """Start tfo-echo-server with these arguments and wait for its READY line;
+    `stamp_fd` is handed over as it is numbered (its --stamp-fd)."""
     process = subprocess.Popen(
         args,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # an autogroup at nice 0, not a waiting UI's (core/autogroup)
+        pass_fds=() if stamp_fd is None else (stamp_fd,),
     )
     assert process.stdout is not None
     with selectors.DefaultSelector() as selector:
@@ -124,7 +145,7 @@ def start_server_process(args: list[str]) -> EchoServer:
         ready = selector.select(READY_TIMEOUT_S)
     line = process.stdout.readline().split() if ready else []
     if len(line) == 2 and line[0] == "READY" and line[1].isdigit():
-        return EchoServer(process, int(line[1]))
+        return EchoServer(process, int(line[1]), stamp_fd)
     process.kill()
     _, err = process.communicate(timeout=5)
     raise UserError(
