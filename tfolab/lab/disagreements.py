@@ -167,6 +167,9 @@ class Arrival:
     # how late the delay backend released the segments on its path, as it measured that
     # (model_ms includes it)
     backend_late_ms: float = 0.0
+    # how much longer than the model the applications took to make the calls on its path
+    # after the segments that woke them, as they stamped them (model_ms includes it)
+    apps_late_ms: float = 0.0
 
     kind = "arrival"
     timing_only = True
@@ -185,16 +188,12 @@ class Arrival:
         )
 
     def _backend_words(self) -> str:
-        if abs(self.backend_late_ms) < 0.005:
-            return ""
-        if self.backend_late_ms < 0:  # the start's path was the later one
-            return (
-                f" (less the {-self.backend_late_ms:.2f} ms the delayer measured itself late "
-                "on the iteration's start's path)"
+        return "".join(
+            _moved_words(ms, what)
+            for ms, what in (
+                (self.backend_late_ms, "the delayer measured itself late"),
+                (self.apps_late_ms, "the applications took beyond the model to wake and call"),
             )
-        return (
-            f" (with the {self.backend_late_ms:.2f} ms the delayer measured itself late "
-            "on its path)"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -208,7 +207,17 @@ class Arrival:
             model_ms=round(self.model_ms, 3),
             band_ms=round(self.band_ms, 3),
             backend_late_ms=round(self.backend_late_ms, 3),
+            apps_late_ms=round(self.apps_late_ms, 3),
         )
+
+
+def _moved_words(ms: float, what: str) -> str:
+    """' (with the 2.10 ms <what> on its path)', or less it on the start's; '' for none."""
+    if abs(ms) < 0.005:
+        return ""
+    if ms < 0:  # the start's path was the later one
+        return f" (less the {-ms:.2f} ms {what} on the iteration's start's path)"
+    return f" (with the {ms:.2f} ms {what} on its path)"
 
 
 @dataclass(frozen=True)

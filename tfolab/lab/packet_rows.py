@@ -187,12 +187,16 @@ def model_rows(sim: Simulation) -> list[Row]:
     return _with_late_arrivals(sim, _with_race_acks(sim, rows))
 
 
+def captured_numbers(captured: Sequence[CapturedRow]) -> dict[int, int]:
+    """The capture's connection number -> its rows' (connections whose SYN was seen)."""
+    ordered = sorted(captured, key=lambda c: c.t_ms)
+    return _numbering([(c.connection, c.sender, tuple(c.flags), c.t_ms) for c in ordered])
+
+
 def captured_rows(captured: Sequence[CapturedRow]) -> list[Row]:
     """The captured segments of connections whose SYN was seen, in arrival order."""
     ordered = sorted(range(len(captured)), key=lambda k: captured[k].t_ms)
-    number = _numbering(
-        [(c.connection, c.sender, tuple(c.flags), c.t_ms) for c in (captured[k] for k in ordered)]
-    )
+    number = captured_numbers(captured)
     return [
         Row(
             number[c.connection],

@@ -74,9 +74,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from tfolab.lab.app_wakes import (
+    KernelArrival,
+    WakeHop,
+    app_lateness,
+    numbered_calls,
+    wake_hops,
+)
 from tfolab.lab.disagreements import (
     Arrival,
     CaptureLost,
@@ -87,9 +94,16 @@ from tfolab.lab.disagreements import (
     Moment,
     WrongWindow,
 )
-from tfolab.lab.packet_rows import Row, captured_rows, model_rows, model_starts, row_numbers
+from tfolab.lab.packet_rows import (
+    Row,
+    captured_numbers,
+    captured_rows,
+    model_rows,
+    model_starts,
+    row_numbers,
+)
 from tfolab.model import Simulation, Timer
-from tfolab.model.captured import CapturedRow
+from tfolab.model.captured import CapturedCall, CapturedRow
 from tfolab.model.loop import LockPoint, ReaderChoice
 from tfolab.model.simulation import (
     WHEEL_LEVEL1_TICKS,
@@ -150,6 +164,9 @@ class PacketComparison:
     # disagreements left (some may be races it did not reach): that limit, in
     # simulations; else 0
     search_cut: int = 0
+    # how much longer than the model the applications took to make each call a segment
+    # woke them for, as they stamped it, by the call's event id (tfolab.lab.app_wakes)
+    apps_late: dict[int, float] = field(default_factory=dict)
 
     @property
     def disagreements(self) -> tuple[Disagreement, ...]:
@@ -183,23 +200,28 @@ def compare(
     captured: Sequence[CapturedRow],
     measured_starts: dict[int, float],
     lost: int = 0,
+    calls: Sequence[CapturedCall] = (),
 ) -> PacketComparison:
     """The capture against the model; at D = 0 against either order of two applications
     woken at once (the other is a named race: counted, and its timeline kept).
 
-    `measured_starts` gives each measured iteration's start on the capture's clock.
+    `measured_starts` gives each measured iteration's start on the capture's clock;
+    `calls`, the applications' stamped calls (their wake-ups move what follows them).
     """
     kernel = captured_rows(captured)
     starts = {0: 0.0, **measured_starts}
+    stamped = numbered_calls(calls, captured_numbers(captured))
 
     def against(model_sim: Simulation) -> tuple[list[Pair], list[Row]]:
         model = model_rows(model_sim)
+        apps = _Apps(wake_hops(model_sim, row_numbers(model_sim)), stamped) if stamped else None
         aligned = pairs(
             model,
             kernel,
             model_starts(model_sim),
             starts,
             same_instant=not model_sim.one_way_delay_ms,
+            apps=apps,
         )
         return aligned, model
 
@@ -232,7 +254,12 @@ def compare(
     used += orders_used + len(chosen.lock_early) + len(chosen.pages_held)
     used += len(chosen.wheel_offsets) + chosen.packet_ends_moved
     search_cut = max(cut, default=0) if any(_cost(aligned)) else 0
-    return PacketComparison(chosen, tuple(aligned), named, used, lost, search_cut)
+    woke = (
+        _apps_late(aligned, _Apps(wake_hops(chosen, row_numbers(chosen)), stamped))
+        if stamped
+        else {}
+    )
+    return PacketComparison(chosen, tuple(aligned), named, used, lost, search_cut, woke)
 
 
 _Explained = tuple[Simulation, list[Pair], list[Row]]
@@ -668,15 +695,17 @@ def pairs(
     kernel_start: dict[int, float],
     *,
     same_instant: bool = False,
+    apps: _Apps | None = None,
 ) -> list[Pair]:
     """The model's and the kernel's segments aligned, each pair with its disagreement.
 
     `model_start` and `kernel_start` give each iteration's start on each clock;
     an iteration missing from either is not timed. `same_instant` (no delay):
     the kernel's pure ACKs are compared in the order they were sent
-    (`in_send_order`), not the order they arrived.
+    (`in_send_order`), not the order they arrived. `apps`: the model's wake-ups and
+    the applications' stamped calls, where they were stamped.
     """
-    clocks = _Clocks(model_start, kernel_start)
+    clocks = _Clocks(model_start, kernel_start, apps)
     aligned: list[Pair] = []
     connections = sorted({r.connection for r in model} | {r.connection for r in kernel})
     for connection in connections:
@@ -777,12 +806,18 @@ def _connection(model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pa
 
 def _judged_with_lateness(aligned: list[Pair], clocks: _Clocks) -> list[Pair]:
     """The pairs again, each arrival judged with the delay backend's measured lateness
-    on its path (both directions' segments, so only once the connection is aligned)."""
+    and the applications' measured wake-ups on its path (both directions' segments, so
+    only once the connection is aligned)."""
     late = backend_lateness(aligned)
-    if not late and not any(p.kernel is not None and p.kernel.late_ms for p in aligned):
+    woke = _apps_late(aligned, clocks.apps) if clocks.apps is not None else {}
+    if (
+        not late
+        and not woke
+        and not any(p.kernel is not None and p.kernel.late_ms for p in aligned)
+    ):
         return aligned
     return [
-        Pair(p.model, p.kernel, _matched(p.model, p.kernel, clocks, late))
+        Pair(p.model, p.kernel, _matched(p.model, p.kernel, clocks, late, woke))
         if p.model is not None and p.kernel is not None and not isinstance(p.disagreement, Changed)
         else p
         for p in aligned
@@ -801,6 +836,36 @@ def backend_lateness(aligned: Iterable[Pair]) -> dict[int, float]:
         and p.kernel.late_ms
         and not isinstance(p.disagreement, Changed)
     }
+
+
+@dataclass(frozen=True)
+class _Apps:
+    """The model's wake-ups (app_wakes.WakeHop) and the applications' stamped calls,
+    numbered as the compared rows."""
+
+    hops: tuple[WakeHop, ...]
+    calls: tuple[CapturedCall, ...]
+
+
+def _apps_late(aligned: Sequence[Pair], apps: _Apps) -> dict[int, float]:
+    """app_wakes.app_lateness over these pairs: each hop's measured lateness by its
+    call's event id."""
+    connections = {p.kernel.connection for p in aligned if p.kernel is not None}
+    wake_arrivals = {
+        p.model.event_id: p.kernel.arrived_ms
+        for p in aligned
+        if p.model is not None
+        and p.kernel is not None
+        and p.model.event_id is not None
+        and not isinstance(p.disagreement, Changed)
+    }
+    arrivals = [
+        KernelArrival(p.kernel.connection, p.kernel.sender, p.kernel.arrived_ms)
+        for p in aligned
+        if p.kernel is not None
+    ]
+    hops = [h for h in apps.hops if h.connection in connections]
+    return app_lateness(hops, apps.calls, wake_arrivals, arrivals)
 
 
 def race_count(pairs_: Sequence[Pair], model: Sequence[Row]) -> tuple[int, int]:
@@ -845,6 +910,7 @@ def _fin_lost(early: Row, paired: set[int | None], model: Sequence[Row]) -> bool
 class _Clocks:
     model_start: dict[int, float]
     kernel_start: dict[int, float]
+    apps: _Apps | None = None  # where the applications stamped their calls
 
     def into(self, ours: Row, theirs: Row) -> tuple[float, float] | None:
         """(kernel, model) arrival from the iteration's start, where both starts are known."""
@@ -937,12 +1003,17 @@ def _table(model: list[Row], kernel: list[Row], clocks: _Clocks) -> list[Pair]:
 
 
 def _matched(
-    ours: Row, theirs: Row, clocks: _Clocks, late: dict[int, float] | None = None
+    ours: Row,
+    theirs: Row,
+    clocks: _Clocks,
+    late: dict[int, float] | None = None,
+    woke: dict[int, float] | None = None,
 ) -> Disagreement | None:
     """What is wrong with a segment both sides sent alike: its window, or its arrival.
     `late` (backend_lateness): the model's arrival moves by what the delay backend
     measured on the segment's path, its own release included (Row.path_before), less
-    what it measured on the start's alone (Row.start_only)."""
+    what it measured on the start's alone (Row.start_only); `woke` (_apps_late): so it
+    does by the applications' measured wake-ups on the same paths."""
     allowed = ours.windows_for(theirs)
     if ours.window is not None and theirs.window is not None and theirs.window not in allowed:
         at = clocks.moment(theirs, ours.iteration, kernel=True)
@@ -955,7 +1026,13 @@ def _matched(
         backend_ms = theirs.late_ms if ours.own_late else 0.0
         backend_ms += sum(late.get(i, 0.0) for i in ours.path_before)
         backend_ms -= sum(late.get(i, 0.0) for i in ours.start_only)
-    kernel_ms, model_ms = times[0], times[1] + backend_ms
+    apps_ms = 0.0
+    if woke:
+        apps_ms = sum(woke.get(i, 0.0) for i in ours.path_before)
+        apps_ms -= sum(woke.get(i, 0.0) for i in ours.start_only)
+    kernel_ms, model_ms = times[0], times[1] + backend_ms + apps_ms
     if abs(kernel_ms - model_ms) > ours.band_ms:
-        return Arrival(ours, theirs, ours.iteration, kernel_ms, model_ms, ours.band_ms, backend_ms)
+        return Arrival(
+            ours, theirs, ours.iteration, kernel_ms, model_ms, ours.band_ms, backend_ms, apps_ms
+        )
     return None

@@ -21,7 +21,7 @@ from tfolab.lab.disagreements import Disagreement
 from tfolab.lab.packet_rows import model_rows
 from tfolab.lab.plan import PlannedScenario
 from tfolab.model import Simulation
-from tfolab.model.captured import CapturedRow
+from tfolab.model.captured import CapturedCall, CapturedRow
 from tfolab.model.predict import path_segments
 from tfolab.model.simulation import model_handshakes_ms, with_measured_round_trip
 from tfolab.runner.protocol import DelayerLateness
@@ -40,11 +40,16 @@ class Measurement:
     # measured that (packets.backend_lateness): the band stands around the prediction
     # moved by it
     backend_late_ms: float = 0.0
+    # how much longer than the model the applications took to make their calls on the
+    # critical path after the segments that woke them, as they stamped them
+    # (packets.app_lateness)
+    apps_late_ms: float = 0.0
 
     @property
     def expected_ms(self) -> float:
-        """The prediction with the delay backend's own measured lateness on its path."""
-        return self.predicted_ms + self.backend_late_ms
+        """The prediction with the delay backend's own measured lateness and the
+        applications' measured wake-ups on its path."""
+        return self.predicted_ms + self.backend_late_ms + self.apps_late_ms
 
     @property
     def ok(self) -> bool | None:
@@ -67,6 +72,8 @@ class Measurement:
         data["tolerance_ms"] = round(self.tolerance_ms, 3)
         if self.backend_late_ms:
             data["backend_late_ms"] = round(self.backend_late_ms, 3)
+        if self.apps_late_ms:
+            data["apps_late_ms"] = round(self.apps_late_ms, 3)
         if self.measured_ms is not None:
             data["ok"] = self.ok
         if self.connect_ms is not None:
@@ -85,6 +92,7 @@ class ScenarioResult:
     # What the kernel put on lo (None: not captured), its frames for pcap, and how it
     # compares with the model (tfolab.lab.packets; None until compared).
     captured: list[CapturedRow] | None = None
+    calls: list[CapturedCall] = field(default_factory=list)  # the applications' stamped calls
     frames: list[tuple[int, bytes]] = field(default_factory=list)
     capture_lost: int = 0
     comparison: packets.PacketComparison | None = None
@@ -123,16 +131,21 @@ class ScenarioResult:
         if excess is not None:
             self.simulation = with_measured_round_trip(self.simulation, excess)
         starts = {m.i: m.start_ms for m in self.measurements if m.start_ms is not None}
-        self.comparison = packets.compare(self.simulation, self.captured, starts, self.capture_lost)
+        self.comparison = packets.compare(
+            self.simulation, self.captured, starts, self.capture_lost, self.calls
+        )
         self.simulation = self.comparison.simulation
         chosen = {p.i: p for p in self.simulation.predictions}
         late = packets.backend_lateness(self.comparison.pairs)
+        woke = self.comparison.apps_late
         by_id = {e.id: e for e in self.simulation.events}
         for m in self.measurements:
             if m.i in chosen:
                 m.predicted_ms, m.tolerance_ms = chosen[m.i].predicted_ms, chosen[m.i].tolerance_ms
                 on_path = path_segments(chosen[m.i].path, by_id)
                 m.backend_late_ms = sum(late.get(i, 0.0) for i in on_path)
+                # the start's own call is where the measurement starts: not a lateness
+                m.apps_late_ms = sum(woke.get(i, 0.0) for i in chosen[m.i].path[1:])
 
     @property
     def disagreements(self) -> tuple[Disagreement, ...]:
@@ -179,6 +192,7 @@ class ScenarioResult:
         data["timeline"] = [event.to_json() for event in self.simulation.events]
         if measured and self.captured is not None:
             data["captured"] = [row.to_json() for row in self.captured]
+            data["calls"] = [call.to_json() for call in self.calls]
             data["packet_diff"] = self.packet_diff
             data["packet_disagreements"] = [d.to_json() for d in self.disagreements]
             data["races"] = {"named": self.races[0], "used": self.races[1]}

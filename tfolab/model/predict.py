@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
-from tfolab.model.events import Event, Segment, Timer
+from tfolab.model.events import AppCall, Event, Segment, Timer
 
 # how a fired timer on a critical path is named in its steps
 TIMER_NAMES = {
@@ -228,7 +228,8 @@ def segment_bands(
 
 
 class DelayedPath(NamedTuple):
-    """The delayed segments whose measured lateness moves a segment's arrival against its
+    """The delayed segments and the application calls whose measured lateness (the delay
+    backend's, the applications' wake-ups) moves a segment's arrival against its
     iteration's measured start, by event id: `on` its own causal chain and not the
     start's (itself included: they make it later), `start_only` the start's and not its
     own (they make the start later: a segment sent before it, a handshake's SYN before a
@@ -249,7 +250,7 @@ def segment_paths(
         parent = (
             chains.get(event.caused_by, frozenset()) if event.caused_by is not None else frozenset()
         )
-        delayed = isinstance(event, Segment) and not event.lost
+        delayed = (isinstance(event, Segment) and not event.lost) or isinstance(event, AppCall)
         chains[event.id] = parent | {event.id} if delayed else parent
     start_chain = {p.i: chains.get(p.path[0], frozenset()) for p in predictions if p.path}
     paths: dict[int, DelayedPath] = {}

@@ -160,6 +160,8 @@ def results_table(result: LabResult) -> str:
                 verdict = "ok" if m.ok else f"OUTSIDE by {m.off_by_ms:.1f} ms"
                 if abs(m.backend_late_ms) >= 0.05:  # the band stood this much later
                     verdict += f" (delayer {m.backend_late_ms:.1f} ms late)"
+                if abs(m.apps_late_ms) >= 0.05:  # the applications' measured wake-ups
+                    verdict += f" (applications {m.apps_late_ms:.1f} ms slow)"
             lines.append(
                 f"{scenario.planned.name:<16} {m.i:>2}  {band:>16}  {measured:>9}  "
                 f"{packets:>13}  {requests:>7}  {verdict}"

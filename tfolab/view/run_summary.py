@@ -37,10 +37,11 @@ class Miss:
     predicted_ms: float
     tolerance_ms: float
     backend_late_ms: float = 0.0  # Measurement.backend_late_ms
+    apps_late_ms: float = 0.0  # Measurement.apps_late_ms
 
     @property
     def expected_ms(self) -> float:
-        return self.predicted_ms + self.backend_late_ms
+        return self.predicted_ms + self.backend_late_ms + self.apps_late_ms
 
     @property
     def off_by_ms(self) -> float:
@@ -141,7 +142,15 @@ def counter_rows(scenario: ScenarioResult) -> tuple[CounterRow, ...]:
 def summarize(result: LabResult) -> RunSummary:
     measured = [m for s in result.scenarios for m in s.measurements if m.measured_ms is not None]
     misses = tuple(
-        Miss(s.planned.name, m.i, m.measured_ms, m.predicted_ms, m.tolerance_ms, m.backend_late_ms)
+        Miss(
+            s.planned.name,
+            m.i,
+            m.measured_ms,
+            m.predicted_ms,
+            m.tolerance_ms,
+            m.backend_late_ms,
+            m.apps_late_ms,
+        )
         for s in result.scenarios
         for m in s.measurements
         if m.measured_ms is not None and m.ok is False
@@ -180,6 +189,11 @@ def miss_words(miss: Miss) -> str:
     late = ""
     if abs(miss.backend_late_ms) >= 0.05:
         late = f", with the {miss.backend_late_ms:.1f} ms the delayer measured itself late"
+    if abs(miss.apps_late_ms) >= 0.05:
+        late += (
+            f", with the {miss.apps_late_ms:.1f} ms the applications took beyond the model "
+            "to wake and call"
+        )
     return (
         f"#{miss.i} measured {miss.measured_ms:.1f} ms, {miss.off_by_ms:.1f} ms {miss.side} "
         f"its band ({miss.expected_ms:.1f} ± {miss.tolerance_ms:.1f} ms{late})"
