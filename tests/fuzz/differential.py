@@ -33,6 +33,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -258,13 +259,17 @@ def shrink(
     simpler: Callable[[Case], list[Case]] | None = None,
     same: Callable[[Outcome], bool] | None = None,
     runs: int = 0,
+    deadline: float | None = None,
+    run_s: float = 0.0,
 ) -> tuple[Case, Outcome, int]:
     """The smallest case that still fails the same way: (case, its outcome, re-runs used).
 
     `simpler` gives the candidates one step simpler (default: drop a setting,
     lower the delay or the iterations); `same` says a candidate failed the
     same way (default: the same kind); `runs` already spent count against
-    MAX_SHRINK_RUNS.
+    MAX_SHRINK_RUNS. `deadline` (time.monotonic()): no run starts that could end
+    after it, a run taking up to `run_s` (the failed case's own: a simpler one is
+    not longer); the smallest found by then is returned.
     """
     simpler = simpler or _simpler
     same = same or (lambda outcome: outcome.kind == failed.kind)
@@ -275,6 +280,8 @@ def shrink(
         for candidate in simpler(best):
             if runs >= MAX_SHRINK_RUNS:
                 break
+            if deadline is not None and time.monotonic() + run_s > deadline:
+                return best, best_outcome, runs
             runs += 1
             outcome = run_case(candidate, backend, timing=timing)
             if same(outcome):

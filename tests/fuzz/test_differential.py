@@ -27,14 +27,18 @@ from tests.timing import is_timing_sentence
 
 SMALL_SEED = 20261124
 SMALL_CASES = 30
+# a case's test ends its shrinking in time to report, within pytest's 300 s timeout (a
+# long-delay case of several iterations runs a minute or more; CI's stop 48 was cut off
+# mid-shrink with nothing reported)
+CASE_LIMIT_S = 270.0
 
 
-def _check(case: Case, outcome: Outcome) -> None:
+def _check(case: Case, outcome: Outcome, *, started: float, run_s: float) -> None:
     if outcome.kind == "unchecked":
         require_or_skip("packet capture", outcome.detail[0])
     if outcome.passed:
         return
-    small, small_outcome, runs = shrink(case, outcome)
+    small, small_outcome, runs = shrink(case, outcome, deadline=started + CASE_LIMIT_S, run_s=run_s)
     details = "\n    ".join(small_outcome.detail[:10])
     packets = "".join(f"\n  {line}" for line in kernel_lines(outcome))
     host = (
@@ -57,14 +61,16 @@ def repeat_reason(command: str, first: list[str], then: str) -> str:
 def test_the_kernel_agrees_or_the_case_is_refused(
     case: Case, delaying_machine: LabMachine, request: pytest.FixtureRequest
 ) -> None:
+    started = time.monotonic()
     outcome, repeated = run_judged(case)
+    run_s = (time.monotonic() - started) / (2 if repeated is not None else 1)
     if repeated is not None:
         reruns.record(
             request.node.nodeid,
             repeat_reason(case.command(), repeated.detail, outcome.kind),
             repeated.stolen_ms,
         )
-    _check(case, outcome)
+    _check(case, outcome, started=started, run_s=run_s)
 
 
 @pytest.mark.fuzz
