@@ -93,9 +93,23 @@ BREAKAGES = (
     Breakage(
         "comparison: an application's stamp after the next arrival on its side counted",
         "tfolab/lab/app_wakes.py",
-        "if stamp >= next_arrival:",
-        "if stamp > math.inf:",
+        "        if stamp >= _next_arrival(hop, arrivals, woke_at):\n            continue",
+        "        if stamp > math.inf:\n            continue",
         ("tests/labs/test_app_wakes.py",),
+    ),
+    Breakage(
+        "model: a retransmitted SYN's measured timer lateness ignored",
+        "tfolab/model/syn_timer.py",
+        "fire_ns += sock.env.syn_timers_late.get((sock.connection, timeouts), 0)",
+        "fire_ns += 0",
+        ("tests/labs/test_measured_host.py",),
+    ),
+    Breakage(
+        "model: a measured slow wake ignored (the application's turn on time)",
+        "tfolab/model/loop.py",
+        "self._at(now + (delay or 0), turn, application=True)",
+        "self._at(now, turn, application=True)",
+        ("tests/labs/test_measured_host.py",),
     ),
     Breakage(
         "comparison: a wake-up counted again by each later call of the same hop",

@@ -53,6 +53,7 @@ class WakeHop:
     call: CallName
     gap_ms: float  # the model's: the call's time - the waking segment's arrival
     between: tuple[int, ...]  # the hop's calls after the waking segment and before this one
+    model_connection: int = 0  # the simulation's own number for the connection
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def wake_hops(sim: Simulation, number: Mapping[int, int]) -> tuple[WakeHop, ...]
                 _STAMPED[event.call],
                 round(event.time_ms - cause.arrived_ms, 6),
                 tuple(reversed(between)),
+                event.connection,
             )
         )
     return tuple(hops)
@@ -105,6 +107,72 @@ def numbered_calls(
         for c in calls
         if c.connection in number
     )
+
+
+@dataclass(frozen=True)
+class SlowWake:
+    """A woken application whose first call came after the next segment reached its
+    side: the kernel handled that segment first, which the model's instant
+    applications cannot show; the delay is its stamp's time after the waking segment."""
+
+    hop: WakeHop
+    delay_ms: float
+
+
+def _first_stamp(
+    hop: WakeHop, calls: Sequence[CapturedCall], woke_at: float, used: set[int]
+) -> int | None:
+    return next(
+        (
+            k
+            for k, c in enumerate(calls)
+            if k not in used
+            and c.connection == hop.connection
+            and c.side == hop.side
+            and c.call == hop.call
+            and c.t_ms >= woke_at
+        ),
+        None,
+    )
+
+
+def _next_arrival(hop: WakeHop, arrivals: Sequence[KernelArrival], woke_at: float) -> float:
+    return min(
+        (
+            a.arrived_ms
+            for a in arrivals
+            if a.connection == hop.connection and a.sender != hop.side and a.arrived_ms > woke_at
+        ),
+        default=math.inf,
+    )
+
+
+def slow_wakes(
+    hops: Sequence[WakeHop],
+    calls: Sequence[CapturedCall],
+    wake_arrivals: Mapping[int, float],
+    arrivals: Sequence[KernelArrival],
+) -> list[SlowWake]:
+    """The hops whose application, woken, made its first call only after the next
+    segment arrived on its side (what app_lateness leaves out): each with its delay.
+    Only a turn's first stamped call (connect() returning is not stamped: the write
+    after it is the first)."""
+    found = []
+    used: set[int] = set()
+    stamped = {h.call_id for h in hops}
+    for hop in hops:
+        woke_at = wake_arrivals.get(hop.wake_id)
+        if woke_at is None:
+            continue
+        told = _first_stamp(hop, calls, woke_at, used)
+        if told is None:
+            continue
+        used.add(told)
+        stamp = calls[told].t_ms
+        first = not stamped.intersection(hop.between)  # the turn's first stamped call
+        if first and stamp >= _next_arrival(hop, arrivals, woke_at):
+            found.append(SlowWake(hop, round(stamp - woke_at - hop.gap_ms, 4)))
+    return found
 
 
 def app_lateness(
@@ -122,33 +190,12 @@ def app_lateness(
         woke_at = wake_arrivals.get(hop.wake_id)
         if woke_at is None:
             continue
-        told = next(
-            (
-                k
-                for k, c in enumerate(calls)
-                if k not in used
-                and c.connection == hop.connection
-                and c.side == hop.side
-                and c.call == hop.call
-                and c.t_ms >= woke_at
-            ),
-            None,
-        )
+        told = _first_stamp(hop, calls, woke_at, used)
         if told is None:
             continue
         used.add(told)
         stamp = calls[told].t_ms
-        next_arrival = min(
-            (
-                a.arrived_ms
-                for a in arrivals
-                if a.connection == hop.connection
-                and a.sender != hop.side
-                and a.arrived_ms > woke_at
-            ),
-            default=math.inf,
-        )
-        if stamp >= next_arrival:
+        if stamp >= _next_arrival(hop, arrivals, woke_at):
             continue
         total = stamp - woke_at - hop.gap_ms
         late[hop.call_id] = round(total - sum(late.get(b, 0.0) for b in hop.between), 4)

@@ -77,11 +77,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tfolab.lab import measured_host
 from tfolab.lab.app_wakes import (
     KernelArrival,
+    SlowWake,
     WakeHop,
     app_lateness,
     numbered_calls,
+    slow_wakes,
     wake_hops,
 )
 from tfolab.lab.disagreements import (
@@ -248,7 +251,12 @@ def compare(
     (chosen, aligned, model), paced = _slower_pacing((chosen, aligned, model), against, captured)
     orders_used += paced
     chosen, aligned, model = _held_pages((chosen, aligned, model), against, cut)
+    (chosen, aligned, model), host_named, host_used = _measured_host(
+        (chosen, aligned, model), against, kernel, starts, stamped, cut
+    )
     named, used = race_count(aligned, model)
+    named += host_named
+    used += host_used
     named += orders_named + len(chosen.lock_points) + len(chosen.page_races)
     named += len(chosen.wheel_races)
     used += orders_used + len(chosen.lock_early) + len(chosen.pages_held)
@@ -305,6 +313,67 @@ def _slower_pacing(
             if _cost(ended_aligned) < _cost(best[1]):
                 best = (ended, ended_aligned, ended_model)
     return best, paced
+
+
+def _measured_host(
+    chosen: _Explained,
+    against: Callable[[Simulation], tuple[list[Pair], list[Row]]],
+    kernel: list[Row],
+    kernel_starts: dict[int, float],
+    stamped: tuple[CapturedCall, ...],
+    cut: list[int],
+) -> tuple[_Explained, int, int]:
+    """The host's timing the capture measured (measured_host.py: a side's timers late
+    after a long idle, an application that woke after the next segment): where the
+    capture still disagrees about TCP, each such timeline, its readers' lock points
+    searched again; the one that disagrees least about TCP, if it disagrees less.
+    Returns it with the races named (1 where any was tried) and used (1 where taken)."""
+    sim, aligned, _ = chosen
+    if not _cost(aligned)[0] or not sim.one_way_delay_ms:
+        return chosen, 0, 0
+    slow: list[SlowWake] = []
+    if stamped:
+        slow = _slow(aligned, _Apps(wake_hops(sim, row_numbers(sim)), stamped))
+    best: _Explained | None = None
+    named = 0
+    for other in measured_host.candidates(sim, kernel, kernel_starts, slow):
+        named = 1
+        other_aligned, other_model = against(other)
+        if _cost(other_aligned)[0] > _cost((best or chosen)[1])[0]:
+            continue
+        tried = _reader_races(other, other_aligned, other_model, against, cut)
+        if _cost(tried[1]) < _cost((best or chosen)[1]):
+            best = tried
+            if not _cost(best[1])[0]:
+                break
+    if best is None or _cost(best[1])[0] >= _cost(aligned)[0]:
+        return chosen, named, 0
+    return best, named, 1
+
+
+def _slow(aligned: Sequence[Pair], apps: _Apps) -> list[SlowWake]:
+    """app_wakes.slow_wakes over these pairs."""
+    wake_arrivals, arrivals = _kernel_times(aligned)
+    return slow_wakes(apps.hops, apps.calls, wake_arrivals, arrivals)
+
+
+def _kernel_times(aligned: Sequence[Pair]) -> tuple[dict[int, float], list[KernelArrival]]:
+    """The captured arrival of each model segment the kernel sent alike (by event id),
+    and every captured segment's."""
+    wake_arrivals = {
+        p.model.event_id: p.kernel.arrived_ms
+        for p in aligned
+        if p.model is not None
+        and p.kernel is not None
+        and p.model.event_id is not None
+        and not isinstance(p.disagreement, Changed)
+    }
+    arrivals = [
+        KernelArrival(p.kernel.connection, p.kernel.sender, p.kernel.arrived_ms)
+        for p in aligned
+        if p.kernel is not None
+    ]
+    return wake_arrivals, arrivals
 
 
 def _held_pages(
@@ -851,19 +920,7 @@ def _apps_late(aligned: Sequence[Pair], apps: _Apps) -> dict[int, float]:
     """app_wakes.app_lateness over these pairs: each hop's measured lateness by its
     call's event id."""
     connections = {p.kernel.connection for p in aligned if p.kernel is not None}
-    wake_arrivals = {
-        p.model.event_id: p.kernel.arrived_ms
-        for p in aligned
-        if p.model is not None
-        and p.kernel is not None
-        and p.model.event_id is not None
-        and not isinstance(p.disagreement, Changed)
-    }
-    arrivals = [
-        KernelArrival(p.kernel.connection, p.kernel.sender, p.kernel.arrived_ms)
-        for p in aligned
-        if p.kernel is not None
-    ]
+    wake_arrivals, arrivals = _kernel_times(aligned)
     hops = [h for h in apps.hops if h.connection in connections]
     return app_lateness(hops, apps.calls, wake_arrivals, arrivals)
 

@@ -200,8 +200,17 @@ class World:
         pages_held: frozenset[PageWrite] = frozenset(),
         wheel_offsets: tuple[tuple[int, int], ...] = (),
         packet_ends: CapturedEnds | None = None,
+        timers_late: tuple[tuple[int, int, int], ...] = (),
+        slow_wakes: tuple[tuple[int, Side, int, int], ...] = (),
     ) -> None:
         self.config = config
+        # measured: (connection, side, turn) -> how long after what woke it that
+        # application's turn comes (its Nth turn on that connection, counted from 0)
+        self.slow_wakes = {(c, side, n): ns for c, side, n, ns in slow_wakes}
+        # each application turn as it ran: (connection, side, the segment it answered)
+        self.turns: list[tuple[int, Side, int]] = []
+        self._turn_count: dict[tuple[int, Side], int] = {}
+        self._waking_until: dict[int, int] = {}  # id(script) -> its slow turn's time
         self.lock_early = lock_early
         self.lock_points: list[LockPoint] = []
         self.iterations = iterations
@@ -237,6 +246,7 @@ class World:
             pages_held=pages_held,
             wheel_offsets=dict(wheel_offsets),
             packet_ends=packet_ends,
+            syn_timers_late={(c, k): ns for c, k, ns in timers_late},
         )
         self.cache = CookieCache()
         self.fastopen = FastOpenServer(
@@ -917,20 +927,34 @@ class World:
         One turn per application and instant; it runs for the latest segment that
         reached it by then (the one whose arrival it answers). A turn that comes while
         the client's blocking call holds its socket (taken at a lock point) is that
-        call's: the release that ends it wakes the application again.
+        call's: the release that ends it wakes the application again. Where a capture
+        measured that this turn came later (slow_wakes: the application's stamped call
+        after a segment that arrived meanwhile), it comes that much later, and what
+        arrives until then the kernel handles first.
         """
         key = (id(script), now)
         if key in self._woken:
             return
+        waking = self._waking_until.get(id(script))
+        if waking is not None and waking >= now:
+            return  # still on its way from an earlier wake: that turn answers this too
+        delay = self.slow_wakes.get((connection, side, self._turn_count.get((connection, side), 0)))
         self._woken.add(key)
+        if delay:
+            self._waking_until[id(script)] = now + delay
 
         def turn(t: int) -> None:
             self._woken.discard(key)
+            self._waking_until.pop(id(script), None)
             if (connection, side) in self._reading:
                 return
-            script.wake(t, self.recorder.last_arrival(connection, side, event_id, t / 1e6))
+            count = self._turn_count.get((connection, side), 0)
+            self._turn_count[(connection, side)] = count + 1
+            answered = self.recorder.last_arrival(connection, side, event_id, t / 1e6)
+            self.turns.append((connection, side, answered))
+            script.wake(t, answered)
 
-        self._at(now, turn, application=True)
+        self._at(now + (delay or 0), turn, application=True)
 
     def _listener_syn(self, now: int, conn: Connection, wire: Wire) -> None:
         cfg = self.config

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from tfolab.model import domain
 from tfolab.model.captured import CapturedRow
 from tfolab.model.clock import COALESCED_TIMERS, LATE_TIMERS, ms_to_ns
-from tfolab.model.events import AppCall, Event, Segment
+from tfolab.model.events import AppCall, Event, Segment, Side
 from tfolab.model.loop import (
     REPLAY_ORDERS,
     LockPoint,
@@ -118,6 +118,15 @@ class Simulation:
     # the model's own), and how many of the model's own packet ends that moved
     packet_ends: CapturedEnds | None = None
     packet_ends_moved: int = 0
+    # measured where a capture showed them (the comparison's measured_host): each
+    # (connection, k, ns) whose client's SYN timer sent its k-th retransmission (from 0)
+    # that much after its tick (syn_timer.py),
+    # each (connection, side, turn, ns) whose application's turn came that much after
+    # what woke it; and every application turn as it ran (connection, side, the segment
+    # it answered), which numbers the turns
+    timers_late: tuple[tuple[int, int, int], ...] = ()
+    slow_wakes: tuple[tuple[int, Side, int, int], ...] = ()
+    turns: tuple[tuple[int, Side, int], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -154,6 +163,8 @@ def simulate(
     wheel_offsets: tuple[tuple[int, int], ...] = (),
     packet_ends: CapturedEnds | None = None,
     explore_drop_races: bool = True,
+    timers_late: tuple[tuple[int, int, int], ...] = (),
+    slow_wakes: tuple[tuple[int, Side, int, int], ...] = (),
 ) -> Simulation:
     """Run the scenario in the model and predict every iteration's headline.
 
@@ -174,6 +185,8 @@ def simulate(
     `explore_drop_races`: where a drop lands after a wheel race, simulate the race's
     other positions too and refuse if one leaves the domain (race_moves_a_drop);
     False for those other positions themselves.
+    `timers_late`, `slow_wakes`: what a capture measured of the host (Simulation's
+    fields of those names): the model takes them as given.
     """
     _check_arguments(one_way_delay_ms, iterations, hz, accuracy)
     _check_config(config)
@@ -214,6 +227,8 @@ def simulate(
         pages_held=pages_held,
         wheel_offsets=wheel_offsets,
         packet_ends=packet_ends,
+        timers_late=timers_late,
+        slow_wakes=slow_wakes,
     )
     try:
         world.run()
@@ -253,6 +268,9 @@ def simulate(
         wheel_races=tuple(world.env.wheel_races),
         packet_ends=packet_ends,
         packet_ends_moved=world.env.packet_ends_moved,
+        timers_late=timers_late,
+        slow_wakes=slow_wakes,
+        turns=tuple(world.turns),
     )
     if explore_drop_races and world.env.drop_after_race:
         refused = race_moves_a_drop(sim)
@@ -300,9 +318,12 @@ def _again(
     wheel_offsets: tuple[tuple[int, int], ...] | None = None,
     packet_ends: CapturedEnds | None = None,
     accuracy: Accuracy | None = None,
+    timers_late: tuple[tuple[int, int, int], ...] | None = None,
+    slow_wakes: tuple[tuple[int, Side, int, int], ...] | None = None,
 ) -> Simulation:
     """`sim` simulated again with one outcome of a race the other way (or, with
-    `accuracy`, with the host's figures as the run measured them)."""
+    `accuracy`, `timers_late` or `slow_wakes`, with the host's figures as the run
+    measured them)."""
     return simulate(
         sim.config,
         one_way_delay_ms=sim.one_way_delay_ms,
@@ -320,6 +341,8 @@ def _again(
         wheel_offsets=sim.wheel_offsets if wheel_offsets is None else wheel_offsets,
         packet_ends=sim.packet_ends if packet_ends is None else packet_ends,
         explore_drop_races=False,
+        timers_late=sim.timers_late if timers_late is None else timers_late,
+        slow_wakes=sim.slow_wakes if slow_wakes is None else slow_wakes,
     )
 
 
@@ -485,6 +508,18 @@ def _other_offsets(sim: Simulation, connection: int) -> Iterator[tuple[tuple[int
     for offset in whole + parts + late + coalesced:
         if offset != current:
             yield tuple(sorted((*kept, (connection, offset)) if offset else kept))
+
+
+def with_measured_host(
+    sim: Simulation,
+    *,
+    wheel_offsets: tuple[tuple[int, int], ...],
+    timers_late: tuple[tuple[int, int, int], ...],
+    slow_wakes: tuple[tuple[int, Side, int, int], ...],
+) -> Simulation:
+    """The same simulation in a bucket position, with the host's timing a capture measured
+    (Simulation.timers_late, Simulation.slow_wakes); the rest kept."""
+    return _again(sim, wheel_offsets=wheel_offsets, timers_late=timers_late, slow_wakes=slow_wakes)
 
 
 def with_lock_early(sim: Simulation, lock_early: frozenset[ReaderChoice]) -> Simulation:

@@ -48,6 +48,8 @@ def arm(sock: TcpSock, now: int, syn_event: int) -> None:
 def _arm(sock: TcpSock, now: int, rto_ms: int, syn_event: int, *, timeouts: int, grid: int) -> None:
     expires = sock.jiffies(now) + sock.env.clock.ms_to_jiffies(rto_ms)
     fire_ns, width = sock.wheel_timer(now, expires)
+    # where a capture measured this retransmission leave later after its tick
+    fire_ns += sock.env.syn_timers_late.get((sock.connection, timeouts), 0)
     spread = 1 if width <= grid else width
     sock.env.call_at(
         fire_ns,

@@ -132,6 +132,11 @@ class Env:
     # the bucket decides (simulation.other_buckets)
     wheel_offsets: dict[int, int] = field(default_factory=dict)
     wheel_races: list[int] = field(default_factory=list)
+    # measured (a capture's retransmitted SYN against its timer's tick): how long after
+    # its tick the client's SYN timer did its work for each retransmission, by
+    # (connection, retransmissions before it), on top of the above (a CPU waking from a
+    # long idle runs its timer softirq late; simulation.timers_late, syn_timer.py)
+    syn_timers_late: dict[tuple[int, int], int] = field(default_factory=dict)
     # a drop landed on a connection after a wheel race was named on it: which packet
     # is the Nth may depend on the race (simulation.race_moves_a_drop)
     drop_after_race: bool = False
