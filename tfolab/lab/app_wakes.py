@@ -23,7 +23,7 @@ Rules:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -157,9 +157,21 @@ def slow_wakes(
     segment arrived on its side (what app_lateness leaves out): each with its delay.
     Only a turn's first stamped call (connect() returning is not stamped: the write
     after it is the first)."""
-    found = []
-    used: set[int] = set()
     stamped = {h.call_id for h in hops}
+    return [
+        SlowWake(hop, round(stamp - woke_at - hop.gap_ms, 4))
+        for hop, woke_at, stamp in _told(hops, calls, wake_arrivals)
+        if not stamped.intersection(hop.between)  # the turn's first stamped call
+        and stamp >= _next_arrival(hop, arrivals, woke_at)
+    ]
+
+
+def _told(
+    hops: Sequence[WakeHop], calls: Sequence[CapturedCall], wake_arrivals: Mapping[int, float]
+) -> Iterator[tuple[WakeHop, float, float]]:
+    """(hop, its waking segment's captured arrival, the stamp that tells its call) for
+    each hop that has both, in the hops' order: each stamp tells one call."""
+    used: set[int] = set()
     for hop in hops:
         woke_at = wake_arrivals.get(hop.wake_id)
         if woke_at is None:
@@ -168,11 +180,7 @@ def slow_wakes(
         if told is None:
             continue
         used.add(told)
-        stamp = calls[told].t_ms
-        first = not stamped.intersection(hop.between)  # the turn's first stamped call
-        if first and stamp >= _next_arrival(hop, arrivals, woke_at):
-            found.append(SlowWake(hop, round(stamp - woke_at - hop.gap_ms, 4)))
-    return found
+        yield hop, woke_at, calls[told].t_ms
 
 
 def app_lateness(
@@ -185,16 +193,7 @@ def app_lateness(
     may be told by is absent. `wake_arrivals`: the captured arrival of each model segment
     the kernel sent alike, by event id; `arrivals`: every captured segment."""
     late: dict[int, float] = {}
-    used: set[int] = set()  # each stamp tells one call
-    for hop in hops:
-        woke_at = wake_arrivals.get(hop.wake_id)
-        if woke_at is None:
-            continue
-        told = _first_stamp(hop, calls, woke_at, used)
-        if told is None:
-            continue
-        used.add(told)
-        stamp = calls[told].t_ms
+    for hop, woke_at, stamp in _told(hops, calls, wake_arrivals):
         if stamp >= _next_arrival(hop, arrivals, woke_at):
             continue
         total = stamp - woke_at - hop.gap_ms
