@@ -23,7 +23,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from tfolab.lab.app_wakes import SlowWake
 from tfolab.lab.packet_rows import Row, model_starts, row_numbers
@@ -43,15 +43,17 @@ def candidates(
     kernel: Sequence[Row],
     kernel_starts: Mapping[int, float],
     slow: Sequence[SlowWake],
+    wrong: Collection[int],
 ) -> Iterator[Simulation]:
     """The timelines with the host's measured timing, each a whole simulation: for each
-    connection with a wheel race, each bucket position where each of its client's
-    retransmitted SYNs left as measured (each one's timer that late after its tick), with
-    the slow wakes; without a wheel race, the slow wakes alone."""
+    connection with a wheel race whose segments disagree about TCP (`wrong`: the rows'
+    numbers), each bucket position where each of its client's retransmitted SYNs left as
+    measured (each one's timer that late after its tick), with the slow wakes; without
+    such a connection, the slow wakes alone."""
     wakes = _numbered(sim, slow)
     number = row_numbers(sim)
     tried = False
-    for connection in sim.wheel_races:
+    for connection in (c for c in sim.wheel_races if number.get(c) in wrong):
         departed = _kernel_syns_again(kernel, number.get(connection), sim.one_way_delay_ms)
         if not departed:
             continue

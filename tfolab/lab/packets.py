@@ -334,9 +334,14 @@ def _measured_host(
     slow: list[SlowWake] = []
     if stamped:
         slow = _slow(aligned, _Apps(wake_hops(sim, row_numbers(sim)), stamped))
+    wrong = {
+        p.kernel.connection if p.kernel is not None else p.model.connection  # type: ignore[union-attr]
+        for p in aligned
+        if p.disagreement is not None and not p.disagreement.timing_only
+    }
     best: _Explained | None = None
     named = 0
-    for other in measured_host.candidates(sim, kernel, kernel_starts, slow):
+    for other in measured_host.candidates(sim, kernel, kernel_starts, slow, wrong):
         named = 1
         other_aligned, other_model = against(other)
         if _cost(other_aligned)[0] > _cost((best or chosen)[1])[0]:
