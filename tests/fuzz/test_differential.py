@@ -20,7 +20,14 @@ import pytest
 from tests import reruns
 from tests.conftest import LabMachine
 from tests.environment import require_or_skip
-from tests.fuzz.differential import Outcome, _judge, kernel_lines, run_judged, shrink
+from tests.fuzz.differential import (
+    Outcome,
+    _judge,
+    band_sentence,
+    kernel_lines,
+    run_judged,
+    shrink,
+)
 from tests.fuzz.report import explore, print_figures
 from tests.fuzz.space import Case, cases, setting_names
 from tests.timing import is_timing_sentence
@@ -229,4 +236,21 @@ def test_a_case_that_moves_megabytes_has_the_time_to_move_them() -> None:
     # the scenario's own answer counts where the case does not set one
     assert timeout_s(Case("transfer", "long", (), 10, 1)) > timeout_s(
         Case("handshake", "plain", (), 10, 1)
+    )
+
+
+def test_a_band_sentence_names_the_band_it_was_judged_against() -> None:
+    """A headline judged with the lateness measured on its path is told with it: 20.304
+    is inside 20.0 ± 1.8 but outside the band that lateness moved (stop 49's CI said the
+    first and confused its reader)."""
+    moved = {"i": 2, "measured_ms": 20.304, "predicted_ms": 20.0, "tolerance_ms": 1.8,
+             "backend_late_ms": 0.07, "apps_late_ms": 2.4, "ok": False}  # fmt: skip
+    assert band_sentence("plain", moved) == (
+        "plain #2 measured 20.304 ms, outside its band (20.0 ± 1.8 ms, moved by the lateness "
+        "measured on its path: 0.07 ms the delay backend's and 2.4 ms the applications')"
+    )
+    assert is_timing_sentence(band_sentence("plain", moved))
+    plain = {"i": 1, "measured_ms": 45.1, "predicted_ms": 40.0, "tolerance_ms": 2.6}
+    assert band_sentence("plain", plain) == (
+        "plain #1 measured 45.1 ms, outside its band (40.0 ± 2.6 ms)"
     )

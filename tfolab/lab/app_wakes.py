@@ -9,7 +9,11 @@ Rules:
   measured on their causal path, as it does with the delay backend's (tfolab.lab.packets).
 - A WakeHop is a model call (read, write or sendto, close) whose causal chain reaches a
   segment through calls alone: that segment woke the application. A call reached
-  through a timer, or the iteration's first call, has none (nothing woke it).
+  through a timer has none (nothing woke it); nor has a call reached through its
+  iteration's start (its first call, included): the start is measured (the client's
+  sample) and the comparison aligns each iteration on it, so what came before the start
+  is already counted there, never again by a call after it (a repeat Fast Open
+  connect()'s write after the last iteration's close).
 - A hop's lateness is the first call the application stamped of that kind, on that
   connection and side, at or after the waking segment's captured arrival and not taken
   by an earlier hop (calls in time order: a round's two writes take a stamp each):
@@ -70,15 +74,16 @@ def wake_hops(sim: Simulation, number: Mapping[int, int]) -> tuple[WakeHop, ...]
     order; `number`: the compared rows' connection numbers (a connection without one is
     not compared)."""
     by_id = {e.id: e for e in sim.events}
+    starts = {p.path[0] for p in sim.predictions if p.path}
     hops = []
     for event in sim.events:
         if not isinstance(event, AppCall) or event.call not in _STAMPED:
             continue
-        if event.connection not in number:
+        if event.connection not in number or event.id in starts:
             continue
         between: list[int] = []
         cause = by_id.get(event.caused_by) if event.caused_by is not None else None
-        while isinstance(cause, AppCall):
+        while isinstance(cause, AppCall) and cause.id not in starts:
             between.append(cause.id)
             cause = by_id.get(cause.caused_by) if cause.caused_by is not None else None
         if not isinstance(cause, Segment) or cause.lost:
