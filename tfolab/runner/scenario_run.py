@@ -51,6 +51,7 @@ from tfolab.runner.protocol import (
     ScenarioStarted,
 )
 from tfolab.runner.server import LAB_CONGESTION_CONTROL, EchoServer, start_server
+from tfolab.runner.ts_lateness import with_ts_lateness
 
 Emit = Callable[[Event], None]
 
@@ -434,6 +435,8 @@ def _captured(
     settled = not lossy or settle.wait_until_fins_acked(_settle_s(network.delay_ms))
     last = network.capture.stop()
     segments = sorted([*(earlier or []), *last.segments], key=lambda seg: seg.t_ns)
+    if network.backend == "netem":  # netem measures nothing: each segment's TSval does
+        segments = with_ts_lateness(segments)
     origin = measured[0].connect_start_ns if measured else 0
     numbered = number_connections(segments, origin)
     opened = _opened(numbered)
