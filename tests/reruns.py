@@ -2,8 +2,9 @@
 
 Rules:
 - Reruns happen only on TimingMiss (tests/timing.py, TIMING in tests/conftest.py),
-  or where a test repeats a timing-only miss itself (the differential fuzzer):
-  it calls `record`, and that repeat is listed and counted like any other.
+  or where a test repeats a case itself (the differential fuzzer: a timing-only
+  miss, or a disagreement after the delay backend measured itself holding the
+  link): it calls `record`, and that repeat is listed and counted like any other.
 - The terminal summary lists each rerun: the test and the miss that caused it.
 - Under TFOLAB_REQUIRE_REAL=1 (CI) more than RERUN_BUDGET reruns in one session
   fail it: a machine that misses that often is hiding something, timing or not.
@@ -52,7 +53,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def record(nodeid: str, reason: str, stolen_ms: float = 0.0) -> None:
-    """A repeat a test made itself, for a timing-only miss: a rerun like the others
+    """A repeat a test made itself (differential.Outcome.repeatable): a rerun like the others
     (`stolen_ms`: what the hypervisor took while the missed run ran)."""
     _reruns.append((nodeid, reason, stolen_ms))
 

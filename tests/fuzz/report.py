@@ -66,9 +66,10 @@ def explore(
         results.append((case, outcome))
         again = ""
         if repeated is not None:
-            again = " (a timing-only miss, repeated)"
+            again = f" (a {repeated.repeatable}, repeated)"
             repeats.append(
                 {
+                    "why": repeated.repeatable,
                     "command": case.command(),
                     "first": repeated.detail[:3],
                     "then": outcome.kind,
@@ -125,7 +126,7 @@ def explore(
         },
         "field_ranges": realistic.field_ranges([case for case, _ in results]),
         "failures": failures,
-        "timing_repeats": repeats,
+        "repeats": repeats,
     }
 
 
@@ -134,11 +135,14 @@ def print_figures(figures: dict[str, object]) -> None:
           f"of {figures['asked']} in {figures['seconds']} s")  # fmt: skip
     print(f"outcomes: {figures['outcomes']}")
     print(f"races named / used: {figures['races']}")
-    repeated = list(figures["timing_repeats"])  # type: ignore[call-overload]
-    print(f"timing-only misses repeated: {len(repeated)}")
+    repeated = list(figures["repeats"])  # type: ignore[call-overload]
+    print(f"measured again: {len(repeated)}")
     for repeat in repeated:
         host = f" [the hypervisor took {repeat['stolen_ms']:.0f} ms]" if repeat["stolen_ms"] else ""
-        print(f"  {repeat['command']} -> {repeat['then']}: {repeat['first'][0]}{host}")
+        print(
+            f"  {repeat['why']}: {repeat['command']} -> {repeat['then']}: "
+            f"{repeat['first'][0]}{host}"
+        )
     print(f"ranges: {figures['ranges']}")
     realistic.print_ranges(dict(figures["field_ranges"]))  # type: ignore[call-overload]
     print("refused, by reason:")

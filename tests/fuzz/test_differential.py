@@ -60,8 +60,8 @@ def _check(case: Case, outcome: Outcome, *, started: float, run_s: float) -> Non
     )
 
 
-def repeat_reason(command: str, first: list[str], then: str) -> str:
-    return f"timing-only miss repeated ({then} the second time): {command}: {first[0]}"
+def repeat_reason(why: str, command: str, first: list[str], then: str) -> str:
+    return f"{why} repeated ({then} the second time): {command}: {first[0]}"
 
 
 @pytest.mark.parametrize("case", cases(SMALL_SEED, SMALL_CASES), ids=lambda c: c.command())
@@ -74,7 +74,7 @@ def test_the_kernel_agrees_or_the_case_is_refused(
     if repeated is not None:
         reruns.record(
             request.node.nodeid,
-            repeat_reason(case.command(), repeated.detail, outcome.kind),
+            repeat_reason(str(repeated.repeatable), case.command(), repeated.detail, outcome.kind),
             repeated.stolen_ms,
         )
     _check(case, outcome, started=started, run_s=run_s)
@@ -91,8 +91,8 @@ def test_a_larger_budget(delaying_machine: LabMachine, request: pytest.FixtureRe
     started = time.monotonic()
     figures = explore(seed, count, backend=backend, budget_s=budget, timing=timing, space=space)
     print_figures(figures)
-    for repeat in figures["timing_repeats"]:  # type: ignore[attr-defined]
-        reason = repeat_reason(repeat["command"], repeat["first"], repeat["then"])
+    for repeat in figures["repeats"]:  # type: ignore[attr-defined]
+        reason = repeat_reason(repeat["why"], repeat["command"], repeat["first"], repeat["then"])
         reruns.record(request.node.nodeid, reason, repeat["stolen_ms"])
     assert figures["cases"], f"no case ran within {budget} s"
     failures = figures["failures"]
@@ -120,7 +120,7 @@ def test_a_shrunk_failure_also_shows_what_the_drawn_case_said(capsys) -> None:
     figures = {
         "seed": 1, "backend": "netem", "cases": 1, "asked": 1, "seconds": 1.0,
         "outcomes": {"disagreed": 1}, "races": {"named": 0, "used": 0},
-        "timing_repeats": [], "ranges": {}, "field_ranges": {}, "refusals": {},
+        "repeats": [], "ranges": {}, "field_ranges": {}, "refusals": {},
         "failures": [{
             "kind": "disagreed",
             "command": "tfolab run fastopen --delay 160.5",
@@ -254,3 +254,32 @@ def test_a_band_sentence_names_the_band_it_was_judged_against() -> None:
     assert band_sentence("plain", plain) == (
         "plain #1 measured 45.1 ms, outside its band (40.0 ± 2.6 ms)"
     )
+
+
+HELD = {
+    "kind": "link-held",
+    "connection": 1,
+    "sender": "client",
+    "sentence": "connection 1, client: the delay backend held 12 of its segments ...",
+}
+PROBE = {
+    "kind": "extra",
+    "connection": 1,
+    "sender": "server",
+    "sentence": "connection 1, server: the kernel sent ...; the model has no such segment",
+}
+
+
+def test_a_disagreement_after_a_held_link_is_measured_again() -> None:
+    """CI's emulated VM: netem held the client's ACKs 31 ms and the server probed. Each
+    TCP disagreement on a connection whose link was held, and the counters beside them:
+    measured once more, counted; on a link that kept its delay, never."""
+    after = _judged([HELD, PROBE], ["TCPLossProbes +1, the model 0"], timing=False)
+    assert after.kind == "disagreed" and after.repeatable == (
+        "disagreement after the delay backend held the link"
+    )
+    on_time = _judged([PROBE], ["TCPLossProbes +1, the model 0"], timing=False)
+    assert on_time.kind == "disagreed" and on_time.repeatable is None
+    elsewhere = {**PROBE, "connection": 2}
+    assert _judged([HELD, elsewhere], [], timing=False).repeatable is None
+    assert _judged([LATE], []).repeatable == "timing-only miss"

@@ -7,7 +7,9 @@ Rules:
   (the kernel's segment the model lacks), `WrongWindow` (the same segment
   advertising another window), `Arrival` (the same segment outside its own
   time band), `CaptureLost` (the capture dropped segments: nothing can be said
-  of them).
+  of them), `LinkHeld` (beside a connection's TCP disagreements: the delay
+  backend measured itself holding that connection's segments longer than its
+  error allows before them, so the link was not the one the model was asked for).
 - Only `Arrival` is about time alone (`timing_only`): a host that held a CPU
   can cause it; everything else is TCP.
 - `sentence()` is the only wording of each kind; the JSON's `packet_diff`, the
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfolab.lab.packet_rows import Row
+from tfolab.model.events import Side
 
 
 @dataclass(frozen=True)
@@ -236,4 +239,45 @@ class CaptureLost:
         return {"kind": self.kind, "count": self.count, "sentence": self.sentence()}
 
 
-Disagreement = Changed | Missing | Extra | WrongWindow | Arrival | CaptureLost
+@dataclass(frozen=True)
+class LinkHeld:
+    """A side's segments on a connection that disagrees about TCP, held by the delay
+    backend longer than its error allows before the first disagreement, as the backend
+    measured them (CapturedRow.late_ms: the NFQUEUE delayer's own record, or netem's
+    from each segment's TSval): the link was not the one the model was asked for, and a
+    timer the held segments let expire (a loss probe, a retransmission) is the link's
+    doing. It names the cause beside the disagreements; it excuses none of them."""
+
+    connection: int
+    sender: Side
+    segments: int
+    most_ms: float
+    first: Moment  # the first held segment's arrival
+    error_ms: float  # the backend's own per-packet error (Accuracy)
+
+    kind = "link-held"
+    timing_only = False
+
+    def sentence(self) -> str:
+        return (
+            f"connection {self.connection}, {self.sender}: the delay backend held "
+            f"{self.segments} of its segments up to {self.most_ms:.2f} ms beyond the delay, "
+            f"the first {self.first.words()}, before the kernel parted from the model "
+            f"(measured per segment; its error is {self.error_ms:g} ms): the link was not "
+            "the one the model was asked for, so what TCP did after it is not evidence "
+            "either way"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "connection": self.connection,
+            "sender": self.sender,
+            "segments": self.segments,
+            "most_ms": round(self.most_ms, 3),
+            "first": self.first.to_json(),
+            "sentence": self.sentence(),
+        }
+
+
+Disagreement = Changed | Missing | Extra | WrongWindow | Arrival | CaptureLost | LinkHeld

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -93,6 +94,7 @@ from tfolab.lab.disagreements import (
     Changed,
     Disagreement,
     Extra,
+    LinkHeld,
     Missing,
     Moment,
     WrongWindow,
@@ -107,6 +109,7 @@ from tfolab.lab.packet_rows import (
 )
 from tfolab.model import Simulation, Timer
 from tfolab.model.captured import CapturedCall, CapturedRow
+from tfolab.model.events import Side
 from tfolab.model.loop import LockPoint, ReaderChoice
 from tfolab.model.simulation import (
     WHEEL_LEVEL1_TICKS,
@@ -176,6 +179,7 @@ class PacketComparison:
         found: list[Disagreement] = [p.disagreement for p in self.pairs if p.disagreement]
         if self.lost:
             found.append(CaptureLost(self.lost))
+        found += links_held(self.pairs, self.simulation.accuracy.per_packet_delay_error_ms)
         return tuple(found)
 
     @property
@@ -895,6 +899,40 @@ def _judged_with_lateness(aligned: list[Pair], clocks: _Clocks) -> list[Pair]:
         if p.model is not None and p.kernel is not None and not isinstance(p.disagreement, Changed)
         else p
         for p in aligned
+    ]
+
+
+def links_held(aligned: Sequence[Pair], error_ms: float) -> list[LinkHeld]:
+    """For each connection that disagrees about TCP, each side whose segments the delay
+    backend measured itself holding longer than `error_ms` beyond the delay, before the
+    connection's first captured segment that disagrees (all of its captured segments
+    where only the model's are missing)."""
+    parted: dict[int, float] = {}
+    for p in aligned:
+        d = p.disagreement
+        if d is None or d.timing_only:
+            continue
+        row = p.kernel or p.model
+        assert row is not None
+        at = p.kernel.arrived_ms if p.kernel is not None else math.inf
+        parted[row.connection] = min(at, parted.get(row.connection, math.inf))
+    held: dict[tuple[int, Side], list[Row]] = {}
+    for p in aligned:
+        k = p.kernel
+        if k is None or k.late_ms <= error_ms:
+            continue
+        if k.arrived_ms < parted.get(k.connection, -math.inf):
+            held.setdefault((k.connection, k.sender), []).append(k)
+    return [
+        LinkHeld(
+            connection,
+            sender,
+            len(rows),
+            max(r.late_ms for r in rows),
+            Moment(min(r.arrived_ms for r in rows)),
+            error_ms,
+        )
+        for (connection, sender), rows in sorted(held.items())
     ]
 
 

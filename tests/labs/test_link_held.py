@@ -1,0 +1,100 @@
+"""A connection that disagrees about TCP after the delay backend measured itself holding
+its segments longer than its error allows: the comparison names the held link beside the
+disagreement (LinkHeld), and excuses nothing.
+
+The physics is CI's emulated VM (stop 49): netem released the client's last ACKs of a
+300 kB answer about 31 ms after TCP sent them (D = 5.22 ms), and the server, without
+them, sent a tail-loss probe the model's perfect link never lets fire. Here the capture
+is the model's own; the client's request is held HELD_MS and the server sends its answer
+twice.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from tests.captured_from_model import as_captured
+from tests.labs import host_captures
+from tfolab.lab import packets
+from tfolab.lab.disagreements import Extra, LinkHeld
+from tfolab.lab.packet_rows import model_rows, model_starts
+from tfolab.lab.prediction import accuracy_for
+from tfolab.model import Simulation
+from tfolab.model.captured import CapturedRow
+
+DELAY_MS = 166.0
+HELD_MS = 30.0
+
+
+def _sim() -> Simulation:
+    return host_captures.model(
+        "handshake", "plain", {}, 1, DELAY_MS, accuracy=accuracy_for("nfqueue")
+    )
+
+
+def _capture(sim: Simulation, *, held: bool, probe: bool) -> list[CapturedRow]:
+    """The model's rows; `held`: the client's request held HELD_MS (measured, late_ms)
+    and everything after it that much later; `probe`: the server's answer sent again
+    1 ms after the first."""
+    rows = as_captured(model_rows(sim))
+    request = next(k for k, r in enumerate(rows) if r.sender == "client" and r.length)
+    out = []
+    for k, row in enumerate(rows):
+        moved = HELD_MS if held and k >= request else 0.0
+        late = HELD_MS if held and k == request else 0.0
+        out.append(msgspec.structs.replace(row, t_ms=row.t_ms + moved, late_ms=late))
+    if probe:
+        answer = next(r for r in out if r.sender == "server" and r.length)
+        out.append(msgspec.structs.replace(answer, t_ms=answer.t_ms + 1.0))
+        out.sort(key=lambda r: r.t_ms)
+    return out
+
+
+def _compare(sim: Simulation, rows: list[CapturedRow]) -> packets.PacketComparison:
+    return packets.compare(sim, rows, {i: t for i, t in model_starts(sim).items() if i})
+
+
+def test_a_disagreement_after_a_held_link_names_it() -> None:
+    sim = _sim()
+    found = _compare(sim, _capture(sim, held=True, probe=True)).disagreements
+    assert any(isinstance(d, Extra) for d in found), [d.sentence() for d in found]
+    (held,) = [d for d in found if isinstance(d, LinkHeld)]
+    assert (held.connection, held.sender, held.segments) == (1, "client", 1)
+    assert held.most_ms == HELD_MS
+    assert held.sentence().startswith(
+        "connection 1, client: the delay backend held 1 of its segments up to 30.00 ms "
+        "beyond the delay, the first at "
+    )
+    assert "the link was not the one the model was asked for" in held.sentence()
+    assert held.to_json()["kind"] == "link-held"
+
+
+def test_a_held_link_without_a_tcp_disagreement_says_nothing() -> None:
+    """Held and measured: the arrivals move by it, and the link is not named."""
+    sim = _sim()
+    assert _compare(sim, _capture(sim, held=True, probe=False)).disagreements == ()
+
+
+def test_a_disagreement_on_a_link_on_time_names_no_link() -> None:
+    sim = _sim()
+    found = _compare(sim, _capture(sim, held=False, probe=True)).disagreements
+    assert found and not any(isinstance(d, LinkHeld) for d in found)
+
+
+def test_a_segment_held_after_the_disagreement_is_not_its_cause() -> None:
+    """Only what the link held before the connection parted from the model is named."""
+    sim = _sim()
+    rows = _capture(sim, held=False, probe=True)
+    last = max(range(len(rows)), key=lambda k: rows[k].t_ms)
+    rows[last] = msgspec.structs.replace(rows[last], late_ms=HELD_MS)
+    found = _compare(sim, rows).disagreements
+    assert not any(isinstance(d, LinkHeld) for d in found), [d.sentence() for d in found]
+
+
+def test_within_the_backends_error_is_not_held() -> None:
+    sim = _sim()
+    rows = _capture(sim, held=False, probe=True)
+    error = sim.accuracy.per_packet_delay_error_ms
+    rows = [msgspec.structs.replace(r, late_ms=error) for r in rows]
+    found = _compare(sim, rows).disagreements
+    assert not any(isinstance(d, LinkHeld) for d in found)
