@@ -77,7 +77,7 @@ def explore(
                 }
             )
         print(f"{outcome.kind:9} {outcome.seconds:5.1f} s  {case.command()}{again}", flush=True)
-        if not outcome.passed and outcome.kind != "unchecked":
+        if not outcome.passed and outcome.kind not in ("unchecked", "held"):
             small, small_outcome, runs = (
                 shrink_case(case, outcome, backend, timing=timing)
                 if shrinking
@@ -127,6 +127,11 @@ def explore(
         "field_ranges": realistic.field_ranges([case for case, _ in results]),
         "failures": failures,
         "repeats": repeats,
+        "held": [
+            {"command": case.command(), "why": outcome.detail[0]}
+            for case, outcome in results
+            if outcome.kind == "held"
+        ],
     }
 
 
@@ -135,6 +140,10 @@ def print_figures(figures: dict[str, object]) -> None:
           f"of {figures['asked']} in {figures['seconds']} s")  # fmt: skip
     print(f"outcomes: {figures['outcomes']}")
     print(f"races named / used: {figures['races']}")
+    held = list(figures.get("held", []))  # type: ignore[call-overload]
+    print(f"not judged, the link held in both runs: {len(held)}")
+    for case in held:
+        print(f"  {case['command']}: {case['why']}")
     repeated = list(figures["repeats"])  # type: ignore[call-overload]
     print(f"measured again: {len(repeated)}")
     for repeat in repeated:

@@ -20,6 +20,7 @@ import pytest
 from tests import reruns
 from tests.conftest import LabMachine
 from tests.environment import require_or_skip
+from tests.fuzz import differential
 from tests.fuzz.differential import (
     Outcome,
     _judge,
@@ -43,6 +44,8 @@ CASE_LIMIT_S = 270.0
 def _check(case: Case, outcome: Outcome, *, started: float, run_s: float) -> None:
     if outcome.kind == "unchecked":
         require_or_skip("packet capture", outcome.detail[0])
+    if outcome.kind == "held":
+        pytest.skip(outcome.detail[0])
     if outcome.passed:
         return
     small, small_outcome, runs = shrink(case, outcome, deadline=started + CASE_LIMIT_S, run_s=run_s)
@@ -283,3 +286,24 @@ def test_a_disagreement_after_a_held_link_is_measured_again() -> None:
     elsewhere = {**PROBE, "connection": 2}
     assert _judged([HELD, elsewhere], [], timing=False).repeatable is None
     assert _judged([LATE], []).repeatable == "timing-only miss"
+
+
+def test_a_link_held_in_both_runs_is_not_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured once more; held again, the case is `held` (the test skips with the held
+    link's sentence, the figures list it); agreeing or disagreeing on a link that kept
+    its delay the second time, that outcome stands."""
+    held = _judged([HELD, PROBE], ["TCPLossProbes +1, the model 0"], timing=False)
+    on_time = _judged([PROBE], [], timing=False)
+    agreed = Outcome("agreed")
+    case = cases(SMALL_SEED, 1)[0]
+    for second, kind in ((held, "held"), (agreed, "agreed"), (on_time, "disagreed")):
+        runs = iter([held, second])
+        monkeypatch.setattr(differential, "run_case", lambda *a, runs=runs, **k: next(runs))
+        outcome, first = run_judged(case, timing=False)
+        assert (outcome.kind, first) == (kind, held)
+        if kind == "held":
+            assert outcome.detail[0].startswith(
+                "the delay backend held the link beyond the model's bands in both runs: "
+                "plain: connection 1, client: the delay backend held 12"
+            )
+            assert not outcome.passed

@@ -112,7 +112,7 @@ def test_lateness_beyond_the_measured_is_still_judged(
     own = _released(sim, last.path_before) + last.own_late - _released(sim, last.start_only)
     assert miss.backend_late_ms == LATE_MS * own
     assert 0.9 < miss.late_ms < 1.1
-    assert f"with the {miss.backend_late_ms:.2f} ms the delayer measured itself late" in (
+    assert f"with the {miss.backend_late_ms:.2f} ms the delay backend was measured late" in (
         miss.sentence()
     )
 

@@ -194,7 +194,7 @@ class Arrival:
         return "".join(
             _moved_words(ms, what)
             for ms, what in (
-                (self.backend_late_ms, "the delayer measured itself late"),
+                (self.backend_late_ms, "the delay backend was measured late"),
                 (self.apps_late_ms, "the applications took beyond the model to wake and call"),
             )
         )
@@ -242,7 +242,8 @@ class CaptureLost:
 @dataclass(frozen=True)
 class LinkHeld:
     """A side's segments on a connection that disagrees about TCP, held by the delay
-    backend longer than its error allows before the first disagreement, as the backend
+    backend longer than its error and the model's band for each allow before the
+    first disagreement, as the backend
     measured them (CapturedRow.late_ms: the NFQUEUE delayer's own record, or netem's
     from each segment's TSval): the link was not the one the model was asked for, and a
     timer the held segments let expire (a loss probe, a retransmission) is the link's
@@ -263,9 +264,9 @@ class LinkHeld:
             f"connection {self.connection}, {self.sender}: the delay backend held "
             f"{self.segments} of its segments up to {self.most_ms:.2f} ms beyond the delay, "
             f"the first {self.first.words()}, before the kernel parted from the model "
-            f"(measured per segment; its error is {self.error_ms:g} ms): the link was not "
-            "the one the model was asked for, so what TCP did after it is not evidence "
-            "either way"
+            f"(measured per segment; beyond its error of {self.error_ms:g} ms and the "
+            "model's band for each): the link was not the one the model was asked for, so "
+            "what TCP did after it is not evidence either way"
         )
 
     def to_json(self) -> dict[str, Any]:

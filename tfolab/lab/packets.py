@@ -904,9 +904,10 @@ def _judged_with_lateness(aligned: list[Pair], clocks: _Clocks) -> list[Pair]:
 
 def links_held(aligned: Sequence[Pair], error_ms: float) -> list[LinkHeld]:
     """For each connection that disagrees about TCP, each side whose segments the delay
-    backend measured itself holding longer than `error_ms` beyond the delay, before the
-    connection's first captured segment that disagrees (all of its captured segments
-    where only the model's are missing)."""
+    backend measured itself holding beyond the delay longer than the model can take in
+    (its error, `error_ms`, and the band of the model's segment each stands for), before
+    the connection's first captured segment that disagrees (all of its captured
+    segments where only the model's are missing)."""
     parted: dict[int, float] = {}
     for p in aligned:
         d = p.disagreement
@@ -919,7 +920,7 @@ def links_held(aligned: Sequence[Pair], error_ms: float) -> list[LinkHeld]:
     held: dict[tuple[int, Side], list[Row]] = {}
     for p in aligned:
         k = p.kernel
-        if k is None or k.late_ms <= error_ms:
+        if k is None or k.late_ms <= max(error_ms, p.model.band_ms if p.model else 0.0):
             continue
         if k.arrived_ms < parted.get(k.connection, -math.inf):
             held.setdefault((k.connection, k.sender), []).append(k)

@@ -188,7 +188,7 @@ def miss_words(miss: Miss) -> str:
     """'#2 measured 27.0 ms, 5.0 ms above its band (20.0 ± 2.0 ms)'."""
     late = ""
     if abs(miss.backend_late_ms) >= 0.05:
-        late = f", with the {miss.backend_late_ms:.1f} ms the delayer measured itself late"
+        late = f", with the {miss.backend_late_ms:.1f} ms the delay backend was measured late"
     if abs(miss.apps_late_ms) >= 0.05:
         late += (
             f", with the {miss.apps_late_ms:.1f} ms the applications took beyond the model "
