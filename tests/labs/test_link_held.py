@@ -63,7 +63,7 @@ def test_a_disagreement_after_a_held_link_names_it() -> None:
     assert held.most_ms == HELD_MS
     assert held.sentence().startswith(
         "connection 1, client: the delay backend held 1 of its segments up to 30.00 ms "
-        "beyond the delay, the first at "
+        "beyond the delay, the first arriving at "
     )
     assert "the link was not the one the model was asked for" in held.sentence()
     assert held.to_json()["kind"] == "link-held"
@@ -115,3 +115,18 @@ def test_within_the_models_band_is_not_held() -> None:
     rows[request] = msgspec.structs.replace(rows[request], late_ms=band + 0.5)
     found = _compare(sim, rows).disagreements
     assert any(isinstance(d, LinkHeld) for d in found), [d.sentence() for d in found]
+
+
+def test_a_segment_held_across_the_disagreement_is_named() -> None:
+    """The VM's case: the held ACKs arrive after the server's probe has arrived, yet they
+    were sent before it (on the link when the kernel parted): arrival less lateness."""
+    sim = _sim()
+    rows = _capture(sim, held=False, probe=True)
+    probe_at = max(r.t_ms for r in rows if r.sender == "server" and r.length)
+    later = max(k for k, r in enumerate(rows) if r.sender == "client")
+    assert rows[later].t_ms > probe_at
+    held_ms = rows[later].t_ms - probe_at + 5.0  # sent 5 ms before the probe was
+    rows[later] = msgspec.structs.replace(rows[later], late_ms=held_ms)
+    found = _compare(sim, rows).disagreements
+    (held,) = [d for d in found if isinstance(d, LinkHeld)]
+    assert (held.sender, held.segments, held.most_ms) == ("client", 1, held_ms)

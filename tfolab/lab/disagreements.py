@@ -263,10 +263,10 @@ class LinkHeld:
         return (
             f"connection {self.connection}, {self.sender}: the delay backend held "
             f"{self.segments} of its segments up to {self.most_ms:.2f} ms beyond the delay, "
-            f"the first {self.first.words()}, before the kernel parted from the model "
-            f"(measured per segment; beyond its error of {self.error_ms:g} ms and the "
-            "model's band for each): the link was not the one the model was asked for, so "
-            "what TCP did after it is not evidence either way"
+            f"the first arriving {self.first.words()}, each sent before the kernel parted "
+            f"from the model (measured per segment; beyond its error of {self.error_ms:g} ms "
+            "and the model's band for each): the link was not the one the model was asked "
+            "for, so what TCP did after it is not evidence either way"
         )
 
     def to_json(self) -> dict[str, Any]:

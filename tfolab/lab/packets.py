@@ -905,9 +905,10 @@ def _judged_with_lateness(aligned: list[Pair], clocks: _Clocks) -> list[Pair]:
 def links_held(aligned: Sequence[Pair], error_ms: float) -> list[LinkHeld]:
     """For each connection that disagrees about TCP, each side whose segments the delay
     backend measured itself holding beyond the delay longer than the model can take in
-    (its error, `error_ms`, and the band of the model's segment each stands for), before
-    the connection's first captured segment that disagrees (all of its captured
-    segments where only the model's are missing)."""
+    (its error, `error_ms`, and the band of the model's segment each stands for), sent
+    before the connection's first captured segment that disagrees (all of its captured
+    segments where only the model's are missing): on the link when the kernel parted
+    from the model. Send times are arrivals less the measured lateness (D cancels)."""
     parted: dict[int, float] = {}
     for p in aligned:
         d = p.disagreement
@@ -915,14 +916,14 @@ def links_held(aligned: Sequence[Pair], error_ms: float) -> list[LinkHeld]:
             continue
         row = p.kernel or p.model
         assert row is not None
-        at = p.kernel.arrived_ms if p.kernel is not None else math.inf
+        at = p.kernel.arrived_ms - p.kernel.late_ms if p.kernel is not None else math.inf
         parted[row.connection] = min(at, parted.get(row.connection, math.inf))
     held: dict[tuple[int, Side], list[Row]] = {}
     for p in aligned:
         k = p.kernel
         if k is None or k.late_ms <= max(error_ms, p.model.band_ms if p.model else 0.0):
             continue
-        if k.arrived_ms < parted.get(k.connection, -math.inf):
+        if k.arrived_ms - k.late_ms < parted.get(k.connection, -math.inf):
             held.setdefault((k.connection, k.sender), []).append(k)
     return [
         LinkHeld(
