@@ -76,7 +76,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _reruns:
         return
     terminalreporter.section(
-        f"reruns (timing only): {len(_reruns)}, {counted()} counted, budget {RERUN_BUDGET}"
+        f"reruns (timing or a held link): {len(_reruns)}, {counted()} counted, "
+        f"budget {RERUN_BUDGET}"
     )
     for nodeid, reason, stolen in _reruns:
         host = f" [the hypervisor took {stolen:.0f} ms: not counted]" if stolen else ""
