@@ -112,6 +112,27 @@ BREAKAGES = (
         ("tests/labs/test_measured_host.py",),
     ),
     Breakage(
+        "runner: netem's TSval lateness without its millisecond grain (more than held)",
+        "tfolab/runner/ts_lateness.py",
+        "late = 0 if measured is None else measured - least[seg.tuple4] - TS_GRAIN_NS",
+        "late = 0 if measured is None else measured - least[seg.tuple4]",
+        ("tests/runner/test_ts_lateness.py",),
+    ),
+    Breakage(
+        "comparison: a link held within the model's band named as held",
+        "tfolab/lab/packets.py",
+        "if k is None or k.late_ms <= max(error_ms, p.model.band_ms if p.model else 0.0):",
+        "if k is None or k.late_ms <= error_ms:",
+        ("tests/labs/test_link_held.py",),
+    ),
+    Breakage(
+        "comparison: a held segment judged by its arrival, not its send",
+        "tfolab/lab/packets.py",
+        "if k.arrived_ms - k.late_ms < parted.get(k.connection, -math.inf):",
+        "if k.arrived_ms < parted.get(k.connection, -math.inf):",
+        ("tests/labs/test_link_held.py",),
+    ),
+    Breakage(
         "comparison: a wake-up measured across its iteration's start (counted twice)",
         "tfolab/lab/app_wakes.py",
         "while isinstance(cause, AppCall) and cause.id not in starts:",

@@ -58,7 +58,9 @@ def test_a_disagreement_after_a_held_link_names_it() -> None:
     sim = _sim()
     found = _compare(sim, _capture(sim, held=True, probe=True)).disagreements
     assert any(isinstance(d, Extra) for d in found), [d.sentence() for d in found]
-    (held,) = [d for d in found if isinstance(d, LinkHeld)]
+    named = [d for d in found if isinstance(d, LinkHeld)]
+    assert len(named) == 1, [d.sentence() for d in found]
+    held = named[0]
     assert (held.connection, held.sender, held.segments) == (1, "client", 1)
     assert held.most_ms == HELD_MS
     assert held.sentence().startswith(
@@ -128,5 +130,7 @@ def test_a_segment_held_across_the_disagreement_is_named() -> None:
     held_ms = rows[later].t_ms - probe_at + 5.0  # sent 5 ms before the probe was
     rows[later] = msgspec.structs.replace(rows[later], late_ms=held_ms)
     found = _compare(sim, rows).disagreements
-    (held,) = [d for d in found if isinstance(d, LinkHeld)]
+    named = [d for d in found if isinstance(d, LinkHeld)]
+    assert len(named) == 1, [d.sentence() for d in found]
+    held = named[0]
     assert (held.sender, held.segments, held.most_ms) == ("client", 1, held_ms)
