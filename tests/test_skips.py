@@ -24,6 +24,12 @@ ALLOWED = {
     "runner/test_cpus.py": (1, "needs two CPUs to keep one free: CI's size, not its software"),
     "runner/test_turn.py": (1, "needs two CPUs to keep one free: CI's size, not its software"),
     "serve/test_serve_probe.py": (1, "its seccomp filter knows x86_64 and aarch64 only"),
+    "fuzz/test_differential.py": (
+        1,
+        "a case whose link the delay backend measured itself holding beyond the model's "
+        "bands in its run and again (differential.Outcome `held`): the link asked for could "
+        "not be had, so nothing is judged; each such run is a counted rerun",
+    ),
     "native/test_read_whole.py": (
         2,
         "repeatable windows are shown on 6.6+ only: in CI's 6.1 VM the last flight's ACKs "

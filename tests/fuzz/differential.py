@@ -23,7 +23,7 @@ Rules:
   read by kind, and any band missed) is run once more (`run_judged`), and the test records the
   repeat as a rerun (tests/reruns.record: listed with its reason, counted
   against CI's budget). So is one about TCP where each disagreeing connection's
-  link was measured held beyond the backend's error before it (kind "link-held":
+  link was measured held beyond the model's bands before it (kind "link-held":
   the link was not the one asked for, an emulated VM's netem holding ACKs 31 ms);
   packets, windows and counters on a link that kept its delay are never repeated. A
   failing case is shrunk greedily (drop a setting, lower the delay or the
@@ -71,10 +71,11 @@ class Outcome:
     seconds: float = 0.0
     # a disagreement in time alone: every one a late arrival (kind "arrival") or a band missed
     about_time_only: bool = False
-    # every disagreement about TCP (and any counter's) in a scenario, and on a connection,
-    # whose delay backend measured itself holding segments beyond its error before it
-    # (kind "link-held"): the link was not the one asked for
+    # every disagreement about TCP on a connection whose segments sent before it the
+    # delay backend measured itself holding beyond the model's bands (kind "link-held"),
+    # and any counter's in a scenario with one: the link was not the one asked for
     after_held_link: bool = False
+    held_links: list[str] = field(default_factory=list)  # the link-held sentences, by kind
     report: dict[str, object] | None = None  # the run's JSON, where it disagreed
 
     @property
@@ -195,10 +196,13 @@ def run_judged(
         return outcome, None
     again = run_case(case, backend, timing=timing)
     if outcome.after_held_link and again.kind == "disagreed" and again.after_held_link:
-        held = [line for line in again.detail if "the delay backend held" in line]
         again = Outcome(
             "held",
-            [f"the delay backend held the link beyond the model's bands in both runs: {held[0]}"],
+            [
+                "the delay backend held the link beyond the model's bands in both runs: "
+                + again.held_links[0]
+            ],
+            races=again.races,
             seconds=again.seconds,
             report=again.report,
         )
@@ -222,11 +226,13 @@ def _judge(done: subprocess.CompletedProcess[str], timing: bool = True) -> Outco
     said: list[str] = []
     about_time = True
     after_held = True  # every disagreement about TCP on a connection whose link was held
+    held_links: list[str] = []
     named = used = 0
     for scenario in report["scenarios"]:
         name = scenario["name"]
         found = scenario.get("packet_disagreements", [])
         held = {d["connection"] for d in found if d["kind"] == "link-held"}
+        held_links += [f"{name}: {d['sentence']}" for d in found if d["kind"] == "link-held"]
         for disagreement in found:
             late = disagreement["kind"] == "arrival"
             if timing or not late:
@@ -256,6 +262,7 @@ def _judge(done: subprocess.CompletedProcess[str], timing: bool = True) -> Outco
         races=(named, used),
         about_time_only=about_time,
         after_held_link=after_held and not about_time,
+        held_links=held_links,
         report=report,
     )
 

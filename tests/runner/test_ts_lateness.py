@@ -8,6 +8,8 @@ probe fired for want of them.
 
 from __future__ import annotations
 
+import dataclasses
+
 from tfolab.runner.capture_decode import CapturedSegment, TcpOptions
 from tfolab.runner.ts_lateness import with_ts_lateness
 
@@ -78,3 +80,28 @@ def test_without_timestamps_nothing_is_measured() -> None:
     bare = _sent(CLIENT, 1_000_000, 40_000_000, 0)
     bare = CapturedSegment(**{**bare.__dict__, "options": TcpOptions()})
     assert with_ts_lateness([bare, _sent(CLIENT, 2_000_000, 0, 0)])[0].late_ns == 0
+
+
+def test_a_frame_sent_again_byte_for_byte_is_not_measured() -> None:
+    """The replay scenario's attacker resends a captured SYN, TSval and all, 70 ms after
+    TCP sent it: its capture time less that TSval is no lateness of the link's."""
+    syn = _sent(CLIENT, 1_000_000, 0, 99)
+    replayed = dataclasses.replace(syn, t_ns=syn.t_ns + 70_000_000)
+    on_time = _sent(CLIENT, 80_000_000, 0, 99)
+    assert _late_ms([syn, on_time, replayed]) == [0.0, 0.0, 0.0]
+
+
+def test_gaps_either_side_of_the_wrap_are_one_clock() -> None:
+    """ts_off about D: capture time - TSval sits either side of 0, that is of 2**32 - 1 and
+    0 modulo the wrap; read as one clock, nothing on time is late."""
+    ts_off = 6  # ms, against D = 5.22
+    sends = [1_100_000, 2_900_000, 10_050_000, 20_700_000]
+    late = _late_ms([_sent(CLIENT, t, 0, ts_off) for t in sends])
+    assert late == [0.0, 0.0, 0.0, 0.0]
+    held = _late_ms(
+        [
+            *(_sent(CLIENT, t, 0, ts_off) for t in sends),
+            _sent(CLIENT, 30_000_000, 8_000_000, ts_off),
+        ]
+    )
+    assert 6.0 < held[-1] <= 8.0

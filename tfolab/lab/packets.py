@@ -905,18 +905,22 @@ def _judged_with_lateness(aligned: list[Pair], clocks: _Clocks) -> list[Pair]:
 def links_held(aligned: Sequence[Pair], error_ms: float) -> list[LinkHeld]:
     """For each connection that disagrees about TCP, each side whose segments the delay
     backend measured itself holding beyond the delay longer than the model can take in
-    (its error, `error_ms`, and the band of the model's segment each stands for), sent
-    before the connection's first captured segment that disagrees (all of its captured
-    segments where only the model's are missing): on the link when the kernel parted
-    from the model. Send times are arrivals less the measured lateness (D cancels)."""
+    (the model's band for the segment each stands for, which holds the backend's error
+    `error_ms`; that error alone where the model states no band), sent before the
+    connection's first disagreement about TCP: on the link when the kernel parted from
+    the model. Send times are arrivals less the measured lateness (D cancels); a segment
+    the kernel did not send is placed on the capture's clock by the last pair before it
+    that both sent (none: nothing was on the link before it)."""
     parted: dict[int, float] = {}
     for p in aligned:
-        d = p.disagreement
-        if d is None or d.timing_only:
+        if p.disagreement is None or p.disagreement.timing_only:
             continue
         row = p.kernel or p.model
         assert row is not None
-        at = p.kernel.arrived_ms - p.kernel.late_ms if p.kernel is not None else math.inf
+        if p.kernel is not None:
+            at = p.kernel.arrived_ms - p.kernel.late_ms
+        else:
+            at = _on_the_capture_clock(row, aligned)
         parted[row.connection] = min(at, parted.get(row.connection, math.inf))
     held: dict[tuple[int, Side], list[Row]] = {}
     for p in aligned:
@@ -936,6 +940,24 @@ def links_held(aligned: Sequence[Pair], error_ms: float) -> list[LinkHeld]:
         )
         for (connection, sender), rows in sorted(held.items())
     ]
+
+
+def _on_the_capture_clock(missing: Row, aligned: Sequence[Pair]) -> float:
+    """A model segment the kernel did not send, on the capture's clock: moved as the last
+    segment of its connection before it that both sent (-inf where there is none)."""
+    before = [
+        p
+        for p in aligned
+        if p.model is not None
+        and p.kernel is not None
+        and p.model.connection == missing.connection
+        and p.model.arrived_ms <= missing.arrived_ms
+    ]
+    if not before:
+        return -math.inf
+    last = max(before, key=lambda p: p.model.arrived_ms)  # type: ignore[union-attr]
+    assert last.kernel is not None and last.model is not None
+    return missing.arrived_ms + last.kernel.arrived_ms - last.model.arrived_ms
 
 
 def backend_lateness(aligned: Iterable[Pair]) -> dict[int, float]:

@@ -435,7 +435,9 @@ def _captured(
     settled = not lossy or settle.wait_until_fins_acked(_settle_s(network.delay_ms))
     last = network.capture.stop()
     segments = sorted([*(earlier or []), *last.segments], key=lambda seg: seg.t_ns)
-    if network.backend == "netem":  # netem measures nothing: each segment's TSval does
+    # netem measures nothing: each segment's TSval does, against capture times that a
+    # clock step during the capture would move (then nothing is measured)
+    if network.backend == "netem" and abs(last.clock_step_ns) < CLOCK_STEP_NS:
         segments = with_ts_lateness(segments)
     origin = measured[0].connect_start_ns if measured else 0
     numbered = number_connections(segments, origin)
@@ -457,6 +459,9 @@ def _captured(
 
 
 LOOPBACK_MTU = 65536
+# a change of CLOCK_REALTIME - CLOCK_MONOTONIC during a capture beyond which its times
+# cannot measure netem's lateness (normally well under a microsecond; capture.py)
+CLOCK_STEP_NS = 100_000
 
 
 def _opened(rows: tuple[NumberedSegment, ...]) -> set[int]:

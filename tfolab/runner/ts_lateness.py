@@ -6,15 +6,20 @@ Rules:
   tens of milliseconds after its due time (sent + D): the link the model was asked for
   was not the one the kernel had, a backend error that the comparison must be told, as
   the NFQUEUE delayer tells its own (CapturedSegment.late_ns).
-- A segment's TSval is TCP's clock in milliseconds when it was sent (tcp_options_write
-  writes tcp_skb_timestamp_ts: the skb's departure time, ktime_get_ns, divided to ms,
-  plus the connection's random offset ts_off; 6.1 and 6.18), so for one sender on one
-  connection, capture time - TSval = D + lateness + the send time's sub-millisecond part
-  - ts_off. Its least value over that sender's segments holds the constant part; each
-  segment's excess over it is its lateness, less the least one's, plus under 1 ms of
-  truncation. The lateness kept is that excess less 1 ms, never below 0: a lower bound
-  (up to 2 ms under, the two truncations), which can move a model arrival no later than
-  the link really held it (whatever the least one's own lateness was).
+- A segment's TSval is TCP's clock in milliseconds when it was sent: the skb's departure
+  time (skb_mstamp_ns, ktime_get_ns) divided to ms, plus the connection's random offset
+  (6.1: tcp_skb_timestamp in tcp_established_options and tcp_syn_options; 6.18:
+  tcp_skb_timestamp_ts, in ms unless the route has the tcp_usec_ts feature, which the lab's
+  namespace never sets). So for one sender on one connection, capture time - TSval =
+  D + lateness + the send time's sub-millisecond part - ts_off. Its least value over that
+  sender's segments holds the constant part; each segment's excess over it is its
+  lateness, less the least one's, plus under 1 ms of truncation. The lateness kept is
+  that excess less 1 ms, never below 0: a lower bound (up to 2 ms under, the two
+  truncations), which can move a model arrival no later than the link really held it
+  (whatever the least one's own lateness was).
+- Only what TCP sent at its TSval's time is measured: a frame the same as one captured
+  before (the replay scenario's attacker resends a captured SYN byte for byte, TSval and
+  all, from a raw socket, long after TCP sent it) keeps late_ns 0, not measured.
 - Both sides' TSvals wrap at 2**32 ms (49 days): differences are taken modulo 2**32.
 - Segments without a TSval (timestamps off) keep late_ns 0: not measured.
 """
@@ -36,10 +41,13 @@ def with_ts_lateness(segments: Sequence[CapturedSegment]) -> list[CapturedSegmen
     sender's on its 4-tuple (a lower bound; 0 where it shows none, or no TSval)."""
     first: dict[tuple[str, int, str, int], int] = {}
     gaps: list[int | None] = []
+    seen: set[tuple[object, ...]] = set()
     for seg in segments:
-        if seg.options.ts_val is None:
+        again = (seg.tuple4, seg.flags, seg.seq_abs, seg.ack_abs, seg.length, seg.options.ts_val)
+        if seg.options.ts_val is None or again in seen:
             gaps.append(None)
             continue
+        seen.add(again)
         gap = _gap_ns(seg, first.setdefault(seg.tuple4, _gap_ns(seg, None)))
         gaps.append(gap)
     least: dict[tuple[str, int, str, int], int] = {}
