@@ -105,3 +105,14 @@ def test_gaps_either_side_of_the_wrap_are_one_clock() -> None:
         ]
     )
     assert 6.0 < held[-1] <= 8.0
+
+
+def test_a_lateness_measured_already_keeps_the_larger() -> None:
+    """A lossy run's delayer behind netem records its own releases: each is a lower bound
+    of what the link held, and so is the TSval's; the larger stands."""
+    on_time = _sent(CLIENT, 1_000_000, 0, 5)
+    held = _sent(CLIENT, 10_000_000, 9_000_000, 5)
+    recorded = dataclasses.replace(held, late_ns=9_500_000)  # more than the TSval shows
+    small = dataclasses.replace(held, late_ns=100_000)  # less
+    assert with_ts_lateness([on_time, recorded])[1].late_ns == 9_500_000
+    assert 8_000_000 <= with_ts_lateness([on_time, small])[1].late_ns <= 9_000_000

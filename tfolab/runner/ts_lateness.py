@@ -20,6 +20,8 @@ Rules:
 - Only what TCP sent at its TSval's time is measured: a frame the same as one captured
   before (the replay scenario's attacker resends a captured SYN byte for byte, TSval and
   all, from a raw socket, long after TCP sent it) keeps late_ns 0, not measured.
+- Where the capture already measured a lateness of its own (a lossy run's NFQUEUE
+  delayer behind netem records each release), the larger of the two lower bounds is kept.
 - Both sides' TSvals wrap at 2**32 ms (49 days): differences are taken modulo 2**32.
 - Segments without a TSval (timestamps off) keep late_ns 0: not measured.
 """
@@ -57,7 +59,7 @@ def with_ts_lateness(segments: Sequence[CapturedSegment]) -> list[CapturedSegmen
     out = []
     for seg, measured in zip(segments, gaps, strict=True):
         late = 0 if measured is None else measured - least[seg.tuple4] - TS_GRAIN_NS
-        out.append(dataclasses.replace(seg, late_ns=late) if late > 0 else seg)
+        out.append(dataclasses.replace(seg, late_ns=late) if late > seg.late_ns else seg)
     return out
 
 
