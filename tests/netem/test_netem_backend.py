@@ -26,6 +26,11 @@ Rules:
   direction only, a lost Fast Open (4D for 2D) and an added or missing
   delayed-ACK stall; a segment a round trip late fails unless 4 trips lead
   to it (then so would its iteration's headline).
+- A disagreement about TCP where every disagreeing connection's link was measured held
+  beyond the model's bands before it (kind "link-held": the emulated VM's netem held a
+  transfer's last ACKs about 30 ms, and the server probed) is measured once more, a
+  counted rerun; held again, the scenario is not judged (skipped with the held link's
+  sentence), as the differential fuzzer does.
 - A time outside those bounds is a TimingMiss (rerun once, counted against
   CI's rerun budget); anything else fails at once.
 """
@@ -37,6 +42,7 @@ from typing import Any
 
 import pytest
 
+from tests import reruns
 from tests.conftest import TIMING, LabMachine, run_tfolab
 from tests.environment import require_or_skip
 from tests.netem.vm_allowance import VM_TRIP_MS, beyond_the_vm
@@ -95,10 +101,17 @@ def test_doctor_sees_netem(netem_machine: LabMachine) -> None:
 
 @TIMING
 @pytest.mark.parametrize(("lab", "name"), SCENARIOS, ids=[f"{a}-{b}" for a, b in SCENARIOS])
-def test_every_iteration_and_packet_over_netem(warmed_up: None, lab: str, name: str) -> None:
-    done = run_tfolab(
-        *("run", lab, "--scenario", name, "--backend", "netem", "--delay", "10", "--json")
-    )
+def test_every_iteration_and_packet_over_netem(
+    warmed_up: None, lab: str, name: str, request: pytest.FixtureRequest
+) -> None:
+    done = _run(lab, name)
+    held = _only_after_a_held_link(done)
+    if held is not None:  # not the link asked for: measured once more, a counted rerun
+        reruns.record(request.node.nodeid, f"{lab}/{name}: {held}")
+        done = _run(lab, name)
+        again = _only_after_a_held_link(done)
+        if again is not None:
+            pytest.skip(f"the delay backend held the link beyond the model's bands twice: {again}")
     # Every exit-1 sentence is read: anything but a time fails here; the times (the model's
     # bands, late arrivals) are judged below against the VM's allowance instead.
     timing_only(done)
@@ -114,6 +127,32 @@ def test_every_iteration_and_packet_over_netem(warmed_up: None, lab: str, name: 
     late = _packets_beyond_the_vm(scenario) + _iterations_beyond_the_vm(lab, scenario, result["hz"])
     if late:
         raise TimingMiss("\n".join(late))
+
+
+def _run(lab: str, name: str) -> Any:
+    return run_tfolab(
+        *("run", lab, "--scenario", name, "--backend", "netem", "--delay", "10", "--json")
+    )
+
+
+def _only_after_a_held_link(done: Any) -> str | None:
+    """The first link-held sentence where every disagreement about TCP is on a connection
+    whose link the backend measured held beyond the model's bands before it (the emulated
+    VM's netem held a transfer's last ACKs about 30 ms and the server probed: the link
+    was not the one asked for, differential.Outcome.repeatable's rule); else None."""
+    if done.returncode != 1:
+        return None
+    try:
+        (scenario,) = json.loads(done.stdout)["scenarios"]
+    except (json.JSONDecodeError, KeyError, ValueError):
+        return None
+    found = scenario.get("packet_disagreements", [])
+    held = [d for d in found if d["kind"] == "link-held"]
+    on = {d["connection"] for d in held}
+    tcp = [d for d in found if d["kind"] not in ("arrival", "link-held")]
+    if held and all(d.get("connection") in on for d in tcp):
+        return str(held[0]["sentence"])
+    return None
 
 
 def _held_no_longer_than_possible(scenario: dict[str, Any]) -> None:
