@@ -173,14 +173,16 @@ class PacketComparison:
     # how much longer than the model the applications took to make each call a segment
     # woke them for, as they stamped it, by the call's event id (tfolab.lab.app_wakes)
     apps_late: dict[int, float] = field(default_factory=dict)
+    # the links the delay backend held beside the TCP disagreements (links_held), found
+    # once by compare()
+    held: tuple[LinkHeld, ...] = ()
 
     @property
     def disagreements(self) -> tuple[Disagreement, ...]:
         found: list[Disagreement] = [p.disagreement for p in self.pairs if p.disagreement]
         if self.lost:
             found.append(CaptureLost(self.lost))
-        found += links_held(self.pairs, self.simulation.accuracy.per_packet_delay_error_ms)
-        return tuple(found)
+        return (*found, *self.held)
 
     @property
     def sentences(self) -> list[str]:
@@ -271,7 +273,8 @@ def compare(
         if stamped
         else {}
     )
-    return PacketComparison(chosen, tuple(aligned), named, used, lost, search_cut, woke)
+    held = tuple(links_held(aligned, chosen.accuracy.per_packet_delay_error_ms))
+    return PacketComparison(chosen, tuple(aligned), named, used, lost, search_cut, woke, held)
 
 
 _Explained = tuple[Simulation, list[Pair], list[Row]]
